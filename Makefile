@@ -1,0 +1,45 @@
+# rcusim: the README's two commands are `make run` and `make test`.
+# Needs only python3, make, gcc and apt on a fresh machine; everything else is installed here.
+
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: install run demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	@$(PY) -m venv $(VENV) 2>/dev/null || { \
+	  echo "python3 -m venv failed: installing python3-venv with apt"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3-venv && $(PY) -m venv $(VENV); }
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[app,dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+# The main job. Until the explorer lands it runs the demo scenario and prints its table.
+run: install
+	$(BIN)/rcusim run messaging-demo
+
+demo: run
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy
+
+unit: install
+	$(BIN)/python -m pytest -q
+
+# The whole suite, as CI runs it (.ci/run).
+test: install lint typecheck unit
+
+bench: install
+	$(BIN)/python benchmarks/engine.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache

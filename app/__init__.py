@@ -1,0 +1,1 @@
+"""rcusim's user interfaces: the ``rcusim`` CLI and the Streamlit explorer. No modelling here."""

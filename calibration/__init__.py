@@ -1,0 +1,1 @@
+"""Calibration: the native collector, measurement profiles, fitting and validation."""

@@ -1,0 +1,1 @@
+"""Workloads: scripts of kernel primitives that drive the mechanisms."""

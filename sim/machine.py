@@ -1,0 +1,999 @@
+"""The simulated machine: CPUs, run queues, the scheduler, interrupts, softirqs and the tick.
+
+Design (why it looks like this):
+
+* Every CPU is a small state machine driven by SimPy timeouts with callbacks rather than a
+  SimPy process per task. A CPU has at most one pending timed *action* (end of a run segment,
+  of an interrupt, of a context switch, of the idle exit); interrupting it bumps a generation
+  number so the stale timeout is ignored when it fires. This keeps the per-event work small
+  (see ``benchmarks/engine.py``) and gives exact control over preemption.
+* A task's script yields ops (:mod:`sim.ops`); a handler turns an op into kernel CPU time, an
+  immediate result, or a block on a wait queue. ``task.post`` is a continuation run when the
+  op's CPU time has elapsed, so an op can have effects at its end (a pipe write wakes the reader
+  after the copy, not before).
+* Interrupts (tick, IPIs, timers) pause the running segment, run their handler's effects at
+  once and occupy the CPU for their cost; softirqs raised meanwhile run at interrupt exit, and
+  after ``MAX_SOFTIRQ_RESTART`` rounds in a row they are handed to the per-CPU ksoftirqd kthread
+  (kernel/softirq.c), where they compete with tasks like any thread.
+* Scheduling follows kernel/sched: SCHED_FIFO above SCHED_OTHER; SCHED_OTHER is CFS (virtual
+  runtime, sched_latency / min_granularity slices checked at the tick, wakeup preemption with
+  wakeup_granularity, sleeper placement at min_vruntime - latency/2); wakeup placement prefers
+  the previous CPU if idle, then any idle CPU, then the less loaded of previous and waker CPU
+  (select_task_rq_fair / select_idle_sibling); an idle CPU pulls a waiting task
+  (newidle balance) and busy CPUs kick idle ones (nohz balance kick) or pull from a busier one
+  every few ticks.
+* The tick runs at HZ on CPUs that are not idle; with NO_HZ idle it stops while a CPU idles and
+  restarts, aligned to the jiffy grid, when the CPU wakes.
+
+Time is integer nanoseconds. Nothing here is global: a Machine owns everything it uses.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from .errors import ScenarioError
+from .ops import BLOCKED, Call, CpuWork, Op, Script, ScriptFactory, Sleep, Spawn, Syscall, WaitChild, Yield
+from .params import Costs, KernelConfig, MachineConfig
+from .rng import Jitter, Streams
+from .stats import LogHistogram
+from .task import BLOCKED as T_BLOCKED
+from .task import DONE, RUNNABLE, Task
+
+if TYPE_CHECKING:
+    from .trace import Tracer
+
+# CPU states; accounting keeps one counter per state, so busy + idle == elapsed by construction.
+IDLE, WAKING, USER, KERNEL, IRQ, SOFTIRQ, SWITCH = range(7)
+STATE_NAMES = ("idle", "idle_exit", "user", "kernel", "irq", "softirq", "switch")
+
+
+class Env(simpy.Environment):
+    """A SimPy environment whose clock is integer nanoseconds (rcusim never schedules a
+    non-integer delay, so ``now`` stays an int)."""
+
+    now: int  # type: ignore[assignment]
+
+
+class _Wake(simpy.Event):
+    """The cheapest event SimPy can process: already triggered, carrying one callback.
+
+    Like :class:`simpy.Timeout` it is scheduled as soon as it is made, but it skips the
+    argument checks and the repr bookkeeping; ``value`` carries the CPU's generation number
+    so a superseded action is recognised when it fires.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, env: simpy.Environment, delay: int, value: int, callback: Callable[[simpy.Event], None]) -> None:
+        self.env = env
+        self.callbacks = [callback]
+        self._value = value
+        self._ok = True
+        env.schedule(self, simpy.core.NORMAL, delay)
+
+
+MAX_SOFTIRQ_RESTART = 10  # kernel/softirq.c
+NO_PROGRESS_LIMIT = 1_000_000  # zero-time ops in a row before a task is declared stuck
+
+Handler = Callable[["CPU", Task, Any], int]
+IrqFn = Callable[["CPU"], int | None]
+SoftirqHandler = Callable[["CPU"], "tuple[int, Callable[[CPU], None] | None]"]
+
+
+class CPU:
+    """One CPU: its run queue, its state and its accounting."""
+
+    __slots__ = (
+        "m", "env", "index", "curr", "rq", "nr_queued", "state", "since", "acc", "gen", "action",
+        "seg_start", "seg_active", "need_resched", "irqs", "irq_from", "softirq_pending",
+        "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
+        "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
+        "data",
+    )  # fmt: skip
+
+    def __init__(self, machine: Machine, index: int) -> None:
+        self.m = machine
+        self.env = machine.env
+        self.index = index
+        self.curr: Task | None = None
+        self.rq: list[tuple[int, int, int, Task]] = []
+        self.nr_queued = 0
+        self.state = IDLE
+        self.since = 0
+        self.acc = [0] * len(STATE_NAMES)
+        self.gen = 0
+        self.action: Callable[[], None] | None = None
+        self.seg_start = 0
+        self.seg_active = False
+        self.need_resched = False
+        self.irqs: list[tuple[int, IrqFn | None]] = []
+        self.irq_from = IDLE
+        self.softirq_pending = 0
+        self.softirq_rounds = 0
+        self.softirq_done: Callable[[CPU], None] | None = None
+        self.tick_on = False
+        self.tick_count = 0
+        self.min_vruntime = 0
+        self.switches = 0
+        self.kick_pending = False
+        self.resched_pending = False
+        self.ksoftirqd: Task | None = None
+        self.ticks = 0
+        self.ipis = 0
+        self.idle_exits = 0
+        self.tid = 0
+        self.data: dict[str, Any] = {}  # per-CPU state of models (RCU's rcu_data, timer bases...)
+
+    # ------------------------------------------------------------------ timed actions
+    def _after(self, delay: int, action: Callable[[], None]) -> None:
+        self.gen += 1
+        self.action = action
+        self.m.events += 1
+        _Wake(self.env, delay, self.gen, self._fire)
+
+    def _fire(self, ev: simpy.Event) -> None:
+        if ev._value == self.gen:  # noqa: SLF001 - a stale action has an older generation
+            action = self.action
+            self.action = None
+            assert action is not None
+            action()
+
+    def _set_state(self, new: int) -> None:
+        now = self.env.now
+        old = self.state
+        self.acc[old] += now - self.since
+        tracer = self.m.tracer
+        if tracer is not None and now > self.since and old != IDLE:
+            if old in (USER, KERNEL) and self.curr is not None:
+                name = self.curr.name
+            else:
+                name = STATE_NAMES[old]
+            tracer.span(self.tid, name, self.since, now, cat=STATE_NAMES[old])
+        self.state = new
+        self.since = now
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def idle(self) -> bool:
+        """Nothing running and nothing queued (a wakeup may still be on its way)."""
+        return self.curr is None and self.nr_queued == 0
+
+    @property
+    def nr_running(self) -> int:
+        return self.nr_queued + (self.curr is not None)
+
+    def in_user(self) -> bool:
+        """Was the CPU in user mode when the interrupt being handled arrived?"""
+        return self.irq_from == USER
+
+    def was_idle(self) -> bool:
+        """Was the CPU idle when the interrupt being handled arrived?"""
+        return self.irq_from in (IDLE, WAKING)
+
+    def curr_vruntime(self) -> int:
+        t = self.curr
+        if t is None:
+            return 0
+        v = t.vruntime
+        if self.seg_active:
+            v += (self.env.now - self.seg_start) * 1024 // t.weight
+        return v
+
+    # ------------------------------------------------------------------ run queue
+    def _enqueue(self, t: Task) -> None:
+        m = self.m
+        m.seq += 1
+        seq = m.seq
+        t._rq_seq = seq
+        t.cpu = self.index
+        t.wait_since = self.env.now
+        if t.prio:
+            heapq.heappush(self.rq, (0, -t.prio, seq, t))
+        else:
+            heapq.heappush(self.rq, (1, t.vruntime, seq, t))
+        self.nr_queued += 1
+
+    def _pop(self) -> Task | None:
+        rq = self.rq
+        while rq:
+            _, _, seq, t = heapq.heappop(rq)
+            if seq == t._rq_seq and t.state == RUNNABLE and not t.on_cpu:
+                self.nr_queued -= 1
+                t._rq_seq = 0
+                return t
+        return None
+
+    def _peek(self) -> Task | None:
+        rq = self.rq
+        while rq:
+            _, _, seq, t = rq[0]
+            if seq == t._rq_seq and t.state == RUNNABLE and not t.on_cpu:
+                return t
+            heapq.heappop(rq)
+        return None
+
+    def _steal_candidate(self, dst: int, now: int, respect_hot: bool) -> Task | None:
+        """A queued task that may move to CPU ``dst``: the first by queue order."""
+        hot = self.m.kernel.sched_migration_cost if respect_hot else -1
+        for _, _, seq, t in sorted(self.rq):
+            if seq != t._rq_seq or t.state != RUNNABLE or t.on_cpu:
+                continue
+            if not t.allowed(dst):
+                continue
+            if hot >= 0 and t.run_ns and now - t.last_ran < hot:
+                continue
+            return t
+        return None
+
+    def _detach(self, t: Task) -> None:
+        t._rq_seq = 0  # the heap entry is now stale
+        self.nr_queued -= 1
+
+    # ------------------------------------------------------------------ interrupts
+    def raise_irq(self, cost: int, fn: IrqFn | None) -> None:
+        """An interrupt arrives *now*. Call only from an event callback (use
+        :meth:`Machine.interrupt` from anywhere else)."""
+        self.irqs.append((cost, fn))
+        st = self.state
+        if st == IDLE:
+            self.irq_from = IDLE
+            self._exit_idle()
+        elif st == USER or st == KERNEL:
+            if self.seg_active:
+                self.irq_from = st
+                self._pause()
+                self._dispatch()
+        # WAKING / IRQ / SOFTIRQ / SWITCH: taken when the current action ends.
+
+    def _exit_idle(self) -> None:
+        m = self.m
+        self.idle_exits += 1
+        self._set_state(WAKING)
+        self._start_tick()
+        for h in m.idle_exit_hooks:
+            h(self)
+        self._after(m.idle_exit_latency(self), self._dispatch)
+
+    def _run_irqs(self) -> None:
+        irqs = self.irqs
+        self.irqs = []
+        self._set_state(IRQ)
+        total = 0
+        for cost, fn in irqs:
+            total += cost
+            if fn is not None:
+                extra = fn(self)
+                if extra:
+                    total += extra
+        self._after(total, self._dispatch)
+
+    def raise_softirq(self, vec: int) -> None:
+        """Mark softirq ``vec`` pending on this CPU; it runs at the next interrupt exit or op
+        boundary (or in ksoftirqd under softirq overload)."""
+        self.softirq_pending |= 1 << vec
+
+    def _run_softirq(self) -> None:
+        pending = self.softirq_pending
+        vec = (pending & -pending).bit_length() - 1
+        self.softirq_pending = pending & ~(1 << vec)
+        self.softirq_rounds += 1
+        self._set_state(SOFTIRQ)
+        cost, done = self.m.softirq_handlers[vec](self)
+        self.softirq_done = done
+        self._after(cost + self.m.costs.softirq_entry, self._softirq_end)
+
+    def _softirq_end(self) -> None:
+        done = self.softirq_done
+        if done is not None:
+            self.softirq_done = None
+            done(self)
+        self._dispatch()
+
+    def _softirq_overloaded(self) -> bool:
+        if self.softirq_rounds < MAX_SOFTIRQ_RESTART:
+            return False
+        self.m._wake_ksoftirqd(self)
+        return True
+
+    # ------------------------------------------------------------------ the core loop
+    def _dispatch(self) -> None:
+        """Decide what this CPU does now that no timed action is pending."""
+        if self.irqs:
+            self._run_irqs()
+            return
+        if self.softirq_pending and not self._softirq_overloaded():
+            self._run_softirq()
+            return
+        t = self.curr
+        if t is None:
+            self._schedule()
+            return
+        if self.need_resched and self._preemptible(t):
+            self._schedule()
+            return
+        self._advance(t)
+
+    def _preemptible(self, t: Task) -> bool:
+        if t.preempt_count:
+            return False
+        if t.remaining > 0:
+            return t.seg_user or self.m.preempt_full
+        if t.post is not None:
+            return self.m.preempt_full
+        return True
+
+    def _advance(self, t: Task) -> None:
+        """Run ``t``'s script until it needs CPU time, blocks or ends."""
+        if t.remaining > 0:
+            self._start_segment(t, t.remaining, t.seg_user)
+            return
+        m = self.m
+        handlers = m.handlers
+        spins = 0
+        while True:
+            post = t.post
+            if post is not None:
+                t.post = None
+                r = post(self, t)
+            else:
+                # An op boundary: a preemption point (return to user / cond_resched) and the
+                # place where softirqs raised by the previous op run.
+                if t.preempt_count == 0:
+                    if self.need_resched:
+                        self._schedule()
+                        return
+                    if self.softirq_pending and not self._softirq_overloaded():
+                        self._run_softirq()
+                        return
+                try:
+                    op = t.script.send(t.retval)
+                except StopIteration:
+                    self._exit(t)
+                    return
+                t.retval = None
+                if type(op) is CpuWork:
+                    if op.ns > 0:
+                        self._start_segment(t, op.ns, op.user)
+                        return
+                    continue
+                h = handlers.get(type(op))
+                if h is None:
+                    raise ScenarioError(
+                        f"task {t.name!r} used op {type(op).__name__}, which no installed mechanism handles; "
+                        "enable the model that provides it in the scenario's [kernel] section"
+                    )
+                r = h(self, t, op)
+            if r > 0:
+                self._start_segment(t, r, False)
+                return
+            if r == BLOCKED:
+                t.state = T_BLOCKED
+                self._schedule()
+                return
+            spins += 1
+            if spins > NO_PROGRESS_LIMIT:
+                raise ScenarioError(f"task {t.name!r} makes no progress: {NO_PROGRESS_LIMIT} zero-time ops in a row")
+
+    def _start_segment(self, t: Task, ns: int, user: bool) -> None:
+        # The hottest path of the engine: inlined _set_state and _after.
+        t.remaining = ns
+        t.seg_user = user
+        self.softirq_rounds = 0
+        st = USER if user else KERNEL
+        if self.state != st:  # back-to-back segments of one task in one mode form one span
+            self._set_state(st)
+        env = self.env
+        self.seg_start = env.now
+        self.seg_active = True
+        self.gen += 1
+        self.action = self._segment_end
+        self.m.events += 1
+        _Wake(env, ns, self.gen, self._fire)
+
+    def _segment_end(self) -> None:
+        t = self.curr
+        assert t is not None
+        self.seg_active = False
+        ns = t.remaining
+        t.run_ns += ns
+        if not t.prio:
+            t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
+        t.remaining = 0
+        if self.irqs or self.softirq_pending or self.need_resched:
+            self._dispatch()
+        else:
+            self._advance(t)
+
+    def _pause(self) -> None:
+        t = self.curr
+        assert t is not None
+        self.seg_active = False
+        self.gen += 1
+        self.action = None
+        elapsed = self.env.now - self.seg_start
+        t.remaining -= elapsed
+        self._charge(t, elapsed)
+
+    def _charge(self, t: Task, ns: int) -> None:
+        t.run_ns += ns
+        if not t.prio:
+            t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
+
+    def update_min_vruntime(self) -> int:
+        """min_vruntime only moves forward (update_min_vruntime in kernel/sched/fair.c); it is
+        brought up to date where it is read (placement, migration), not on every charge."""
+        t = self.curr
+        head = self._peek()
+        if t is not None and not t.prio:
+            v = self.curr_vruntime()
+            if head is not None and not head.prio and head.vruntime < v:
+                v = head.vruntime
+        elif head is not None and not head.prio:
+            v = head.vruntime
+        else:
+            return self.min_vruntime
+        if v > self.min_vruntime:
+            self.min_vruntime = v
+        return self.min_vruntime
+
+    def _schedule(self) -> None:
+        """Pick the next task (__schedule): the previous one goes back to the queue if it is
+        still runnable; an empty queue tries to pull work before going idle."""
+        m = self.m
+        now = self.env.now
+        self.need_resched = False
+        prev = self.curr
+        if prev is not None and prev.state == RUNNABLE:
+            prev.on_cpu = False
+            self._enqueue(prev)
+        nxt = self._pop()
+        extra = 0
+        if nxt is None:
+            nxt = m._newidle_pull(self)
+            if nxt is not None:
+                extra = m.costs.balance
+        if nxt is prev and prev is not None:
+            prev.on_cpu = True
+            self._dispatch_same(prev)
+            return
+        if prev is not None:
+            prev.on_cpu = False
+            prev.last_ran = now
+            if prev.state == RUNNABLE:
+                prev.nivcsw += 1
+            elif prev.state == T_BLOCKED:
+                prev.nvcsw += 1
+        for h in m.switch_hooks:
+            h(self, prev, nxt)
+        if nxt is None:
+            self._set_state(IDLE)
+            self.curr = None
+            for hook in m.idle_enter_hooks:
+                hook(self)
+            return
+        self._set_state(SWITCH)
+        self.curr = nxt
+        nxt.on_cpu = True
+        waited = now - nxt.wait_since
+        nxt.wait_ns += waited
+        m.wake_latency.add(waited)
+        nxt.slice_exec = nxt.run_ns
+        cost = m.jit_sched.apply(m.costs.context_switch) + extra
+        if nxt.ran_cpu != self.index:
+            if nxt.ran_cpu >= 0:
+                nxt.migrations += 1
+                cost += m.jit_sched.apply(m.costs.migration)
+            nxt.ran_cpu = self.index
+        nxt.cpu = self.index
+        self.switches += 1
+        self._after(cost, self._dispatch)
+
+    def _dispatch_same(self, t: Task) -> None:
+        # The previous task keeps the CPU (it was the best choice after all).
+        self.curr = t
+        self._dispatch_continue(t)
+
+    def _dispatch_continue(self, t: Task) -> None:
+        if self.irqs or self.softirq_pending:
+            self._dispatch()
+        else:
+            self._advance(t)
+
+    def _exit(self, t: Task) -> None:
+        m = self.m
+        t.state = DONE
+        t.ended = self.env.now
+        m.live -= 1
+        for h in m.exit_hooks:
+            h(self, t)
+        waiters = t.exit_waiters
+        t.exit_waiters = []
+        for w in waiters:
+            w.retval = t
+            m.wake(w, self)
+        self._schedule()
+
+    # ------------------------------------------------------------------ the tick
+    def _start_tick(self) -> None:
+        if not self.tick_on:
+            self.tick_on = True
+            period = self.m.tick_ns
+            self.m._arm_tick(self, (self.env.now // period + 1) * period)
+
+    def _tick_event(self, ev: simpy.Event) -> None:
+        m = self.m
+        if self.state == IDLE and m.kernel.nohz_idle:
+            self.tick_on = False  # NO_HZ idle: the tick stays off until the CPU wakes
+            return
+        m._arm_tick(self, self.env.now + m.tick_ns)
+        self.raise_irq(m.jit_sched.apply(m.costs.tick), self._tick_fn)
+
+    def _tick_fn(self, cpu: CPU) -> int:
+        m = self.m
+        self.ticks += 1
+        self.tick_count += 1
+        tracer = m.tracer
+        if tracer is not None:
+            tracer.instant(self.tid, "tick", self.env.now)
+        for h in m.tick_hooks:
+            h(self)
+        t = self.curr
+        if t is not None and not t.prio and self.nr_queued:
+            # check_preempt_tick: the task used up its ideal slice of the period
+            nr = self.nr_queued + 1
+            period = max(m.sched_latency, nr * m.sched_min_granularity)
+            ran = t.run_ns - t.slice_exec
+            head = self._peek()
+            if head is not None and (head.prio or ran > period // nr):
+                self.need_resched = True
+            elif head is not None and ran > m.sched_min_granularity and t.vruntime - head.vruntime > period // nr:
+                self.need_resched = True
+        extra = 0
+        if self.curr is not None and self.nr_queued:
+            extra = m._busy_balance(self)
+        if self.tick_count % m.balance_ticks == 0:
+            extra += m._periodic_pull(self)
+        return extra
+
+
+class Machine:
+    """A machine of ``config.cpus`` CPUs running one kernel configuration.
+
+    Models extend it through explicit registration, never by patching: op handlers
+    (:meth:`handle`), softirq vectors (:meth:`register_softirq`) and hook lists called on the
+    tick, on every context switch, on idle entry/exit and on task exit.
+    """
+
+    def __init__(
+        self,
+        env: Env,
+        config: MachineConfig,
+        kernel: KernelConfig,
+        costs: Costs,
+        streams: Streams,
+        tracer: Tracer | None = None,
+    ) -> None:
+        self.env = env
+        self.config = config
+        self.kernel = kernel
+        self.costs = costs
+        self.streams = streams
+        self.tracer = tracer
+        self.events = 0
+        self.seq = 0
+        self.next_tid = 1
+        self.live = 0
+        self.tasks: list[Task] = []
+        self.preempt_full = kernel.preempt == "full"
+        self.tick_ns = max(1, 1_000_000_000 // kernel.hz)
+        # periodic load_balance of a CPU-level domain: every sd_weight ms (balance_interval)
+        self.balance_ticks = max(1, config.cpus * kernel.hz // 1000)
+        factor = 1 + (min(config.cpus, 8).bit_length() - 1)  # 1 + ilog2(min(ncpus, 8))
+        self.sched_latency = kernel.sched_latency * factor
+        self.sched_min_granularity = kernel.sched_min_granularity * factor
+        self.sched_wakeup_granularity = kernel.sched_wakeup_granularity * factor
+        self.jit_sched = streams.jitter("sched", costs.jitter_cv)
+        # wakeup-to-run latency of every task switch-in (the "scheduling latency")
+        self.wake_latency = LogHistogram()
+        self.handlers: dict[type, Handler] = {}
+        self.softirq_handlers: dict[int, SoftirqHandler] = {}
+        self.softirq_names: dict[int, str] = {}
+        self.tick_hooks: list[Callable[[CPU], None]] = []
+        self.switch_hooks: list[Callable[[CPU, Task | None, Task | None], None]] = []
+        self.idle_enter_hooks: list[Callable[[CPU], None]] = []
+        self.idle_exit_hooks: list[Callable[[CPU], None]] = []
+        self.exit_hooks: list[Callable[[CPU, Task], None]] = []
+        self.idle_exit_latency: Callable[[CPU], int] = self._default_idle_exit
+        self._jit_idle = streams.jitter("idle", costs.jitter_cv)
+        self.cpus = [CPU(self, i) for i in range(config.cpus)]
+        if tracer is not None:
+            for c in self.cpus:
+                c.tid = tracer.track(f"CPU {c.index}", pid=1, sort=c.index)
+        self.done = env.event()
+        from .channel import install_channel_ops
+
+        self.handle(Syscall, self._h_syscall)
+        self.handle(Sleep, self._h_sleep)
+        self.handle(Spawn, self._h_spawn)
+        self.handle(WaitChild, self._h_waitchild)
+        self.handle(Yield, self._h_yield)
+        self.handle(Call, self._h_call)
+        install_channel_ops(self)
+        if not kernel.nohz_idle:
+            for c in self.cpus:
+                c._start_tick()
+
+    # ------------------------------------------------------------------ registration
+    def handle(self, op_type: type, handler: Handler) -> None:
+        """Install the handler for an op class (a model's primitive)."""
+        if not (isinstance(op_type, type) and issubclass(op_type, Op)):
+            raise TypeError(f"{op_type!r} is not an Op class")
+        self.handlers[op_type] = handler
+
+    def register_softirq(self, vec: int, name: str, handler: SoftirqHandler) -> None:
+        """Register softirq vector ``vec`` (lower runs first, as in kernel/softirq.c).
+        ``handler(cpu)`` returns ``(cost_ns, done)``; ``done(cpu)`` runs when the cost has
+        elapsed and may raise the softirq again if work remains."""
+        if vec in self.softirq_handlers:
+            raise ValueError(f"softirq {vec} already registered as {self.softirq_names[vec]}")
+        self.softirq_handlers[vec] = handler
+        self.softirq_names[vec] = name
+
+    def jitter(self, name: str) -> Jitter:
+        """A cost-jitter source on its own random stream."""
+        return self.streams.jitter(name, self.costs.jitter_cv)
+
+    # ------------------------------------------------------------------ time
+    @property
+    def now(self) -> int:
+        return self.env.now
+
+    def call_at(self, delay: int, fn: Callable[..., None], *args: Any) -> simpy.Event:
+        """Call ``fn(*args)`` after ``delay`` ns (a bare timed callback)."""
+        if delay < 0:
+            raise ValueError(f"delay must be >= 0, got {delay}")
+        self.events += 1
+        ev = self.env.timeout(delay)
+        ev.callbacks.append(lambda _ev: fn(*args))
+        return ev
+
+    def interrupt(self, cpu: CPU, cost: int, fn: IrqFn | None = None, delay: int = 0) -> None:
+        """Deliver an interrupt to ``cpu`` after ``delay``: ``fn(cpu)`` runs at its arrival and
+        the CPU spends ``cost`` (+ what fn returns) in hard-irq context."""
+        self.call_at(delay, cpu.raise_irq, cost, fn)
+
+    def send_ipi(self, src: CPU | None, dst: CPU, fn: IrqFn | None = None, name: str = "ipi") -> None:
+        """An inter-processor interrupt from ``src`` to ``dst`` (arrives after ipi_latency)."""
+        dst.ipis += 1
+        tracer = self.tracer
+        if tracer is not None:
+            tracer.instant(dst.tid, name, self.env.now, args={"from": src.index if src else -1})
+        self.interrupt(dst, self.jit_sched.apply(self.costs.ipi_handler), fn, self.jit_sched.apply(self.costs.ipi_latency))
+
+    def _arm_tick(self, cpu: CPU, at: int) -> None:
+        self.events += 1
+        _Wake(self.env, at - self.env.now, 0, cpu._tick_event)
+
+    def _default_idle_exit(self, cpu: CPU) -> int:
+        return self._jit_idle.apply(self.costs.idle_exit)
+
+    # ------------------------------------------------------------------ tasks
+    def spawn(
+        self,
+        script: ScriptFactory,
+        name: str,
+        policy: str = "other",
+        prio: int = 0,
+        affinity: Iterable[int] | None = None,
+        kthread: bool = False,
+        parent: Task | None = None,
+        from_cpu: CPU | None = None,
+    ) -> Task:
+        """Create a task running ``script(task)`` and make it runnable now."""
+        aff = None if affinity is None else tuple(sorted(set(affinity)))
+        if aff is not None:
+            bad = [c for c in aff if not 0 <= c < len(self.cpus)]
+            if bad or not aff:
+                raise ScenarioError(f"task {name!r}: affinity {list(aff)} names no CPU of this {len(self.cpus)}-CPU machine")
+        t = Task(self.next_tid, name, None, policy, prio, aff, kthread, parent)  # type: ignore[arg-type]
+        self.next_tid += 1
+        t.script = script(t)
+        t.started = self.env.now
+        t.state = T_BLOCKED
+        self.tasks.append(t)
+        self.live += 1
+        target = self._select_fork_cpu(t, from_cpu)
+        t.cpu = target.index
+        t.vruntime = target.update_min_vruntime()
+        self.wake(t, from_cpu, fork=True)
+        return t
+
+    def wake(self, t: Task, waker: CPU | None, fork: bool = False) -> int:
+        """Make a blocked task runnable (try_to_wake_up); returns the cost to the waker.
+        Waking a task that is not blocked does nothing and costs nothing."""
+        if t.state != T_BLOCKED:
+            return 0
+        t.state = RUNNABLE
+        t.wakeups += 1
+        cpus = self.cpus
+        target = cpus[t.cpu] if fork else self._select_cpu(t, waker)
+        if not t.prio:
+            old = cpus[t.cpu] if t.cpu >= 0 else target
+            tmin = target.update_min_vruntime()
+            if old is not target:
+                t.vruntime += tmin - old.update_min_vruntime()
+            floor = tmin - self.sched_latency // 2  # place_entity, GENTLE_FAIR_SLEEPERS
+            if t.vruntime < floor:
+                t.vruntime = floor
+        target._enqueue(t)
+        tracer = self.tracer
+        if tracer is not None:
+            tracer.instant(target.tid, f"wakeup {t.name}", self.env.now)
+        self._check_preempt(target, t, waker)
+        return self.jit_sched.apply(self.costs.wakeup) if waker is not None else 0
+
+    def _check_preempt(self, target: CPU, t: Task, waker: CPU | None) -> None:
+        curr = target.curr
+        if curr is None:
+            if target.state == IDLE and not target.kick_pending:
+                target.kick_pending = True
+                self.send_ipi(waker, target, self._kick_done, name="wake ipi")
+            return
+        if t.prio > curr.prio:
+            preempt = True
+        elif t.prio < curr.prio or t.prio:
+            preempt = False
+        else:
+            preempt = target.curr_vruntime() - t.vruntime > self.sched_wakeup_granularity
+        if preempt:
+            target.need_resched = True
+            if target is not waker and not target.resched_pending:
+                target.resched_pending = True
+                self.send_ipi(waker, target, self._resched_done, name="resched ipi")
+
+    @staticmethod
+    def _kick_done(cpu: CPU) -> int:
+        cpu.kick_pending = False
+        return 0
+
+    @staticmethod
+    def _resched_done(cpu: CPU) -> int:
+        cpu.resched_pending = False
+        return 0
+
+    def _select_fork_cpu(self, t: Task, from_cpu: CPU | None) -> CPU:
+        # sched_balance_find_dst_cpu for SD_BALANCE_FORK: the idlest allowed CPU, starting at the parent's.
+        n = len(self.cpus)
+        start = from_cpu.index if from_cpu is not None else 0
+        best = None
+        for k in range(n):
+            c = self.cpus[(start + k) % n]
+            if not t.allowed(c.index):
+                continue
+            if best is None or c.nr_running < best.nr_running:
+                best = c
+                if c.nr_running == 0:
+                    break
+        assert best is not None
+        return best
+
+    def _select_cpu(self, t: Task, waker: CPU | None) -> CPU:
+        cpus = self.cpus
+        n = len(cpus)
+        prev = cpus[t.cpu] if t.cpu >= 0 else (waker or cpus[0])
+        if t.affinity is not None and len(t.affinity) == 1:
+            return cpus[t.affinity[0]]
+        if not t.allowed(prev.index):
+            prev = cpus[t.affinity[0]]  # type: ignore[index]
+        if t.prio:
+            # select_task_rq_rt: stay if the previous CPU runs something of lower priority
+            pc = prev.curr
+            if prev.idle or (pc is not None and pc.prio < t.prio and prev.nr_queued == 0):
+                return prev
+            best, best_prio = prev, 1000
+            for k in range(n):
+                c = cpus[(prev.index + k) % n]
+                if not t.allowed(c.index):
+                    continue
+                if c.idle:
+                    return c
+                cp = c.curr.prio if c.curr is not None else -1
+                if cp < t.prio and cp < best_prio:
+                    best, best_prio = c, cp
+            return best
+        if prev.idle:
+            return prev
+        for k in range(1, n):
+            c = cpus[(prev.index + k) % n]
+            if c.idle and t.allowed(c.index):
+                return c
+        if waker is not None and waker is not prev and t.allowed(waker.index):
+            if waker.nr_running < prev.nr_running:
+                return waker
+        return prev
+
+    def _newidle_pull(self, cpu: CPU) -> Task | None:
+        """newidle balance: an idle CPU takes a waiting task from the busiest run queue."""
+        busiest = None
+        for c in self.cpus:
+            if c is cpu or c.nr_queued == 0:
+                continue
+            if busiest is None or c.nr_queued > busiest.nr_queued:
+                busiest = c
+        if busiest is None:
+            return None
+        t = busiest._steal_candidate(cpu.index, self.env.now, respect_hot=False)
+        if t is None:
+            return None
+        busiest._detach(t)
+        self._migrate_vruntime(t, busiest, cpu)
+        t.cpu = busiest.index
+        return t
+
+    def _busy_balance(self, cpu: CPU) -> int:
+        """At the tick of a CPU with waiting tasks: kick an idle CPU to pull (nohz balance
+        kick), or, every few ticks, pull from a busier CPU (periodic load_balance)."""
+        for c in self.cpus:
+            if c.state == IDLE and not c.kick_pending and c is not cpu:
+                if cpu._steal_candidate(c.index, self.env.now, respect_hot=False) is not None:
+                    c.kick_pending = True
+                    self.send_ipi(cpu, c, self._kick_done, name="nohz balance kick")
+                    return 0
+        return 0
+
+    def _periodic_pull(self, cpu: CPU) -> int:
+        busiest = max(self.cpus, key=lambda c: (c.nr_running, -c.index))
+        if busiest is cpu or busiest.nr_running - cpu.nr_running < 2:
+            return 0
+        t = busiest._steal_candidate(cpu.index, self.env.now, respect_hot=True)
+        if t is None:
+            return 0
+        busiest._detach(t)
+        self._migrate_vruntime(t, busiest, cpu)
+        cpu._enqueue(t)
+        return self.costs.balance
+
+    @staticmethod
+    def _migrate_vruntime(t: Task, src: CPU, dst: CPU) -> None:
+        if not t.prio:
+            t.vruntime += dst.update_min_vruntime() - src.update_min_vruntime()
+
+    def _wake_ksoftirqd(self, cpu: CPU) -> None:
+        k = cpu.ksoftirqd
+        if k is None:
+            k = cpu.ksoftirqd = self.spawn(
+                lambda task: self._ksoftirqd_script(task, cpu), f"ksoftirqd/{cpu.index}", affinity=(cpu.index,), kthread=True
+            )
+            return
+        self.wake(k, cpu)
+
+    def _ksoftirqd_script(self, task: Task, cpu: CPU) -> Script:
+        """run_ksoftirqd: handle pending softirqs in thread context, one vector per op."""
+        state: dict[str, Any] = {}
+
+        def run_one(c: CPU, t: Task) -> int:
+            pending = c.softirq_pending
+            if not pending:
+                return 0
+            vec = (pending & -pending).bit_length() - 1
+            c.softirq_pending = pending & ~(1 << vec)
+            cost, done = self.softirq_handlers[vec](c)
+            state["done"] = done
+
+            def finish(c2: CPU, t2: Task) -> int:
+                d = state.pop("done", None)
+                if d is not None:
+                    d(c2)
+                return 0
+
+            t.post = finish
+            return cost + self.costs.softirq_entry
+
+        def park(c: CPU, t: Task) -> int:
+            if c.softirq_pending:
+                return 0
+            c.softirq_rounds = 0
+            return BLOCKED
+
+        op_run, op_park = Call(run_one), Call(park)
+        while True:
+            while cpu.softirq_pending:
+                yield op_run
+            yield op_park
+
+    # ------------------------------------------------------------------ substrate op handlers
+    def _h_syscall(self, cpu: CPU, t: Task, op: Syscall) -> int:
+        return self.jit_sched.apply(self.costs.syscall) + op.ns
+
+    def _h_call(self, cpu: CPU, t: Task, op: Call) -> int:
+        return op.fn(cpu, t)
+
+    def _h_yield(self, cpu: CPU, t: Task, op: Yield) -> int:
+        if cpu.nr_queued:
+            head = cpu._peek()
+            if head is not None and not t.prio and not head.prio and t.vruntime <= head.vruntime:
+                t.vruntime = head.vruntime + 1  # yield_task_fair: go behind the leftmost
+            cpu.need_resched = True
+        return self.jit_sched.apply(self.costs.syscall)
+
+    def _h_sleep(self, cpu: CPU, t: Task, op: Sleep) -> int:
+        ns = op.ns
+        t.post = lambda c, task: self._sleep_block(c, task, ns)
+        return self.jit_sched.apply(self.costs.syscall)
+
+    def _sleep_block(self, cpu: CPU, t: Task, ns: int) -> int:
+        # hrtimer on the CPU the task sleeps on: expiry is an interrupt there, which wakes it.
+        self.interrupt(cpu, self.jit_sched.apply(self.costs.timer_irq), lambda c: self._wake_irq(c, t), ns)
+        return BLOCKED
+
+    def _wake_irq(self, cpu: CPU, t: Task) -> int:
+        return self.wake(t, cpu)
+
+    def _h_spawn(self, cpu: CPU, t: Task, op: Spawn) -> int:
+        def after_fork(c: CPU, parent: Task) -> int:
+            child = self.spawn(
+                lambda task: self._process(task, op.script, op.exec),
+                op.name,
+                policy=op.policy,
+                prio=op.prio,
+                affinity=op.affinity,
+                parent=parent,
+                from_cpu=c,
+            )
+            parent.retval = child
+            if op.wait:
+                return self._wait_for(parent, child)
+            return 0
+
+        t.post = after_fork
+        return self.jit_sched.apply(self.costs.fork)
+
+    def _process(self, task: Task, script: ScriptFactory, exec_: bool) -> Script:
+        """A user process: (exec,) the program, exit."""
+        costs = self.costs
+        if exec_:
+            yield CpuWork(self.jit_sched.apply(costs.exec), user=False)
+        yield from script(task)
+        yield CpuWork(self.jit_sched.apply(costs.exit), user=False)
+
+    def _wait_for(self, parent: Task, child: Task) -> int:
+        if child.state == DONE:
+            parent.retval = child
+            return 0
+        child.exit_waiters.append(parent)
+        return BLOCKED
+
+    def _h_waitchild(self, cpu: CPU, t: Task, op: WaitChild) -> int:
+        t.post = lambda c, task: self._wait_for(task, op.child)
+        return self.jit_sched.apply(self.costs.syscall)
+
+    # ------------------------------------------------------------------ results
+    def finish_accounting(self) -> None:
+        """Close the open accounting interval of every CPU at the current time."""
+        for c in self.cpus:
+            c._set_state(c.state)
+
+    def cpu_stats(self) -> list[dict[str, Any]]:
+        now = self.env.now
+        out = []
+        for c in self.cpus:
+            acc = list(c.acc)
+            acc[c.state] += now - c.since
+            busy = sum(acc) - acc[IDLE] - acc[WAKING]
+            out.append(
+                {
+                    "cpu": c.index,
+                    "utilisation": busy / now if now else 0.0,
+                    **{f"{STATE_NAMES[i]}_ns": acc[i] for i in range(len(STATE_NAMES))},
+                    "switches": c.switches,
+                    "ticks": c.ticks,
+                    "ipis": c.ipis,
+                    "idle_exits": c.idle_exits,
+                }
+            )
+        return out

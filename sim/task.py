@@ -1,0 +1,92 @@
+"""Tasks: what the scheduler runs.
+
+A task runs a script (a generator of :mod:`sim.ops`). Its scheduling class is SCHED_OTHER
+(fair share by virtual runtime, as CFS) or SCHED_FIFO (fixed priority 1..99, higher wins).
+``kthread`` marks kernel threads (rcuog, rcuoc, the RCU GP kthread...), which the trace and
+the metrics show apart from user tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .machine import CPU
+    from .ops import Script
+
+RUNNABLE = 0
+BLOCKED = 1
+DONE = 2
+
+NICE_0_WEIGHT = 1024
+
+
+class Task:
+    __slots__ = (
+        "tid", "name", "script", "policy", "prio", "weight", "vruntime", "state", "cpu",
+        "affinity", "remaining", "seg_user", "post", "retval", "preempt_count",
+        "kthread", "parent", "exit_waiters", "started", "wait_since", "last_ran",
+        "run_ns", "wait_ns", "nvcsw", "nivcsw", "migrations", "wakeups", "ended", "data",
+        "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        tid: int,
+        name: str,
+        script: Script,
+        policy: str = "other",
+        prio: int = 0,
+        affinity: tuple[int, ...] | None = None,
+        kthread: bool = False,
+        parent: Task | None = None,
+    ) -> None:
+        if policy not in ("other", "fifo"):
+            raise ValueError(f"task {name}: policy must be 'other' or 'fifo', got {policy!r}")
+        if policy == "fifo" and not 1 <= prio <= 99:
+            raise ValueError(f"task {name}: SCHED_FIFO priority must be 1..99, got {prio}")
+        self.tid = tid
+        self.name = name
+        self.script = script
+        self.policy = policy
+        self.prio = prio if policy == "fifo" else 0
+        self.base_prio = self.prio
+        self.weight = NICE_0_WEIGHT
+        self.vruntime = 0
+        self.state = RUNNABLE
+        self.cpu = -1  # last CPU it ran or was queued on
+        self.affinity = affinity
+        self.remaining = 0  # ns left of an interrupted segment
+        self.seg_user = True
+        self.post: Callable[[CPU, Task], int] | None = None
+        self.retval: Any = None
+        self.preempt_count = 0
+        self.kthread = kthread
+        self.parent = parent
+        self.exit_waiters: list[Task] = []
+        self.started = 0
+        self.ended = -1
+        self.wait_since = 0
+        self.last_ran = 0
+        self.run_ns = 0
+        self.wait_ns = 0
+        self.nvcsw = 0  # voluntary switches (blocked)
+        self.nivcsw = 0  # involuntary switches (preempted)
+        self.migrations = 0
+        self.wakeups = 0
+        self.on_cpu = False
+        self.ran_cpu = -1  # CPU it last ran on (a different one costs a migration)
+        self.slice_exec = 0  # run_ns when it was last picked (for the CFS slice check)
+        self.data: dict[str, Any] = {}  # per-task state of models (lock nesting, reader state...)
+        self._rq_seq = 0
+
+    @property
+    def rt(self) -> bool:
+        return self.prio > 0
+
+    def allowed(self, cpu: int) -> bool:
+        return self.affinity is None or cpu in self.affinity
+
+    def __repr__(self) -> str:
+        return f"<Task {self.tid} {self.name}>"

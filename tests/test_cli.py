@@ -1,0 +1,130 @@
+"""The rcusim CLI: run, JSON output, traces, and one clear line for every bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+
+SMALL = [
+    "--set",
+    "workload.groups=1",
+    "--set",
+    "workload.senders=3",
+    "--set",
+    "workload.receivers=3",
+    "--set",
+    "workload.loops=20",
+]
+
+
+def run_cli(args, capsys):
+    rc = main(args)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_run_prints_tables(capsys):
+    rc, out, err = run_cli(["run", "messaging-demo", *SMALL], capsys)
+    assert rc == 0, err
+    assert "messages_per_s" in out and "CPUs" in out and "latency percentiles" in out
+
+
+def test_run_json_is_one_object_and_deterministic(capsys):
+    rc, out1, _ = run_cli(["run", "messaging-demo", "--json", "--seed", "5", *SMALL], capsys)
+    assert rc == 0
+    rc, out2, _ = run_cli(["run", "messaging-demo", "--json", "--seed", "5", *SMALL], capsys)
+    a, b = json.loads(out1), json.loads(out2)
+    assert a["metrics"]["messages"] == 3 * 3 * 20
+    for d in (a, b):
+        d.pop("wall_s")
+    assert a == b
+    rc, out3, _ = run_cli(["run", "messaging-demo", "--json", "--seed", "6", *SMALL], capsys)
+    c = json.loads(out3)
+    assert c["metrics"]["time_s"] != a["metrics"]["time_s"]  # jitter differs with the seed
+
+
+def test_trace_file_parses_and_has_cpu_tracks(tmp_path, capsys):
+    f = tmp_path / "t.json"
+    rc, out, err = run_cli(["run", "messaging-demo", "--trace", str(f), *SMALL], capsys)
+    assert rc == 0, err
+    doc = json.loads(f.read_text())
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"}
+    assert {"CPU 0", "CPU 3"} <= names
+    kinds = {e["ph"] for e in doc["traceEvents"]}
+    assert {"X", "i", "M"} <= kinds
+
+
+BAD = {
+    "unknown key": ("[machine]\ncpus = 2\ncolor = 'red'\n[workload]\nkind = 'messaging'\n", "machine.color: unknown key"),
+    "wrong type": ("[machine]\ncpus = 'four'\n[workload]\nkind = 'messaging'\n", "machine.cpus: expected an integer"),
+    "negative cost": ("[costs]\ncontext_switch = '-2 us'\n[workload]\nkind = 'messaging'\n", "costs.context_switch"),
+    "zero cpus": ("[machine]\ncpus = 0\n[workload]\nkind = 'messaging'\n", "machine.cpus: 0 is below the minimum 1"),
+    "unknown section": (
+        "[machin]\ncpus = 2\n[workload]\nkind = 'messaging'\n",
+        "machin: unknown section (did you mean 'machine'?)",
+    ),
+    "no workload": ("[machine]\ncpus = 2\n", "workload.kind: is required"),
+    "unknown workload": ("[workload]\nkind = 'messagin'\n", "did you mean 'messaging'"),
+    "bad toml": ("[machine\ncpus = 2\n", "not valid TOML"),
+    "bad duration": (
+        "[scenario]\nduration = 'soon'\n[workload]\nkind = 'messaging'\n",
+        "scenario.duration: cannot read duration",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_scenarios_give_one_line_and_exit_2(case, tmp_path, capsys):
+    text, words = BAD[case]
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    rc, out, err = run_cli(["run", str(f)], capsys)
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("rcusim: error: ")
+    assert words in lines[0]
+    assert "Traceback" not in err
+
+
+def test_bad_set_and_missing_file(capsys):
+    rc, _, err = run_cli(["run", "messaging-demo", "--set", "kernel.preempt=ful"], capsys)
+    assert rc == 2 and "did you mean 'full'" in err
+    rc, _, err = run_cli(["run", "messaging-demo", "--set", "nonsense"], capsys)
+    assert rc == 2 and "key=value" in err
+    rc, _, err = run_cli(["run", "no-such-scenario"], capsys)
+    assert rc == 2 and "bundled" in err
+
+
+def test_unfinishable_scenario_is_a_clear_error(tmp_path, capsys):
+    rc, _, err = run_cli(["run", "messaging-demo", *SMALL, "--set", "scenario.max_time=100us"], capsys)
+    assert rc == 2 and "did not finish within scenario.max_time" in err
+
+
+def test_help_explains_every_verb():
+    out = subprocess.run([sys.executable, "-m", "app", "--help"], capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    assert out.returncode == 0
+    for verb in ("run", "list", "knobs"):
+        assert f"  {verb}" in out.stdout
+
+
+def test_list_and_knobs(capsys):
+    rc, out, _ = run_cli(["list"], capsys)
+    assert rc == 0 and "messaging-demo" in out
+    rc, out, _ = run_cli(["knobs"], capsys)
+    assert rc == 0 and "costs.context_switch" in out and "kernel/sched/fair.c" in out
+
+
+def test_layering_sim_and_models_never_import_streamlit_or_upward():
+    root = Path(__file__).parents[1]
+    for pkg, banned in (("sim", ("models", "calibration", "app", "streamlit")), ("models", ("calibration", "app", "streamlit"))):
+        for f in (root / pkg).rglob("*.py"):
+            text = f.read_text()
+            for b in banned:
+                assert f"import {b}" not in text and f"from {b}" not in text, f"{f} imports {b}"

@@ -1,0 +1,128 @@
+"""Hand-checked timelines: every cost is chosen, no jitter, so times are exact."""
+
+from sim.channel import Channel
+from sim.machine import IDLE
+from sim.ops import Recv, Send, cpu, sleep
+from sim.task import DONE
+from sim.units import MS, US
+
+from .helpers import machine
+
+
+def run(m, until):
+    m.env.run(until=m.env.timeout(until))
+
+
+def test_two_tasks_one_cpu_known_switch_cost():
+    m = machine(cpus=1, context_switch=1000)
+    log = []
+
+    def script(name):
+        def s(task):
+            yield cpu(10_000)
+            log.append((name, m.now))
+
+        return s
+
+    a = m.spawn(script("a"), "a")
+    b = m.spawn(script("b"), "b")
+    run(m, 100 * US)
+    # a: switch 1000 then 10 us; b: switch 1000 then 10 us
+    assert log == [("a", 11_000), ("b", 22_000)]
+    assert a.state == DONE and b.state == DONE
+    assert m.cpus[0].switches == 2
+    assert a.run_ns == 10_000 and b.wait_ns == 11_000
+
+
+def test_wakeup_across_cpus():
+    m = machine(
+        cpus=2, pipe_send=500, pipe_recv=300, wakeup=200, ipi_latency=1000, ipi_handler=100, idle_exit=5000, context_switch=1000
+    )
+    ch = Channel(m, "p")
+    from sim.stats import LogHistogram
+
+    ch.latency = LogHistogram()
+    got = []
+
+    def receiver(task):
+        got.append((yield Recv(ch)))
+
+    def sender(task):
+        yield cpu(20_000)
+        yield Send(ch, "hello")
+
+    b = m.spawn(receiver, "b", affinity=[1])
+    a = m.spawn(sender, "a", affinity=[0])
+    run(m, 1 * MS)
+    # both CPUs: kick IPI 1000 + idle exit 5000 + handler 100 + switch 1000 = 7100
+    # a: 20 us of work -> 27100, send 500 -> 27600 (message queued, B woken), wakeup 200 -> exits 27800
+    # CPU1: IPI at 28600, idle exit -> 33600, handler -> 33700, switch -> 34700, recv 300 -> 35000
+    assert a.ended == 27_800
+    assert b.ended == 35_000
+    assert got == ["hello"]
+    assert ch.latency.lo == ch.latency.hi == 34_700 - 27_600
+    assert m.cpus[1].ipis == 2 and m.cpus[0].ipis == 1
+
+
+def test_tick_runs_on_busy_cpu_and_stops_on_idle_cpu():
+    m = machine(cpus=2, hz=1000, tick=1000)
+
+    def spin(task):
+        yield cpu(10_500_000)
+
+    t = m.spawn(spin, "spin", affinity=[0])
+    run(m, 30 * MS)
+    # ticks at 1..10 ms while the task runs, each adding 1 us to its wall time
+    assert m.cpus[0].ticks == 10
+    assert t.ended == 10_500_000 + 10 * 1000
+    assert m.cpus[1].ticks == 0  # NO_HZ idle: an idle CPU has no tick
+    assert m.cpus[0].state == IDLE and not m.cpus[0].tick_on
+
+
+def test_periodic_tick_without_nohz_wakes_idle_cpus():
+    m = machine(cpus=2, hz=1000, nohz_idle=False, tick=1000, idle_exit=2000)
+    run(m, 20 * MS + 500 * US)
+    assert m.cpus[0].ticks == 20 and m.cpus[1].ticks == 20
+    assert m.cpus[1].idle_exits == 20
+    # time is conserved: each tick costs idle exit + handler, the rest is idle
+    acc = m.cpus[1].acc
+    m.finish_accounting()
+    assert sum(m.cpus[1].acc) == m.now
+    assert acc[4] == 20 * 1000  # irq state
+
+
+def test_sleep_wakes_by_timer_interrupt():
+    m = machine(cpus=1, timer_irq=700, context_switch=1000, wakeup=200)
+    times = []
+
+    def s(task):
+        yield sleep(50_000)
+        times.append(m.now)
+
+    m.spawn(s, "sleeper")
+    run(m, 1 * MS)
+    # start: switch 1000; sleep until 51000; timer irq at 51000 on the idle CPU:
+    # irq 700 (+ wakeup 200 paid in the irq) -> 51900, switch 1000 -> 52900
+    assert times == [52_900]
+
+
+def test_rt_task_preempts_fair_task_on_wakeup():
+    m = machine(cpus=1, context_switch=1000, timer_irq=0)
+    order = []
+
+    def fair(task):
+        yield cpu(100_000)
+        order.append(("fair", m.now))
+
+    def rt(task):
+        yield sleep(10_000)
+        yield cpu(5_000)
+        order.append(("rt", m.now))
+
+    m.spawn(rt, "rt", policy="fifo", prio=50)
+    m.spawn(fair, "fair")
+    run(m, 1 * MS)
+    # rt: switch (1000), sleeps at 1000 until 11000; fair: switch 1000 -> runs from 2000;
+    # at 11000 the timer wakes rt, which preempts fair at once (user mode): switch -> 12000, runs 5 us -> 17000
+    # fair: 9 us done by 11000; switch back 1000 -> 18000 + 91 us -> 109000
+    assert order == [("rt", 17_000), ("fair", 109_000)]
