@@ -17,7 +17,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[app,dev]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+COLLECTOR := calibration/collector/rcusim-collector
+
+$(COLLECTOR): $(wildcard calibration/collector/*.c calibration/collector/*.h) calibration/collector/Makefile
+	$(MAKE) -C calibration/collector
+
+install: $(STAMP) $(COLLECTOR)
 
 # The main job. Until the explorer lands it runs the demo scenario and prints its table.
 run: install
@@ -42,4 +47,5 @@ bench: install
 	$(BIN)/python benchmarks/engine.py
 
 clean:
+	$(MAKE) -C calibration/collector clean
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache

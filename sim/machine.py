@@ -906,6 +906,54 @@ class Machine:
                 yield op_run
             yield op_park
 
+    # ------------------------------------------------------------------ services for mechanisms
+    def cut_segment(self, t: Task, delay: int = 0) -> None:
+        """End the CPU time ``t`` is spending *now* early, after ``delay``, and continue with
+        its ``post`` continuation: how a spinning waiter notices that the lock word changed
+        (``delay`` is the cache-line transfer). Nothing happens if by then ``t`` has stopped
+        spending that segment (preempted, finished, or in another op)."""
+        if not t.on_cpu:
+            return
+        cpu = self.cpus[t.cpu]
+        self.call_at(delay, self._cut, cpu, t, cpu.gen)
+
+    @staticmethod
+    def _cut(cpu: CPU, t: Task, gen: int) -> None:
+        if cpu.gen != gen or cpu.curr is not t or not cpu.seg_active:
+            return
+        cpu._pause()
+        t.remaining = 0
+        cpu._dispatch()
+
+    def set_prio(self, t: Task, prio: int) -> None:
+        """Change a task's effective priority (priority inheritance boost or deboost): a
+        queued task is requeued, and the CPU concerned reschedules if the order changed."""
+        if t.prio == prio:
+            return
+        if not 0 <= prio <= 99:
+            raise ValueError(f"priority must be 0..99, got {prio}")
+        old = t.prio
+        t.prio = prio
+        if t.state != RUNNABLE:
+            return
+        cpu = self.cpus[t.cpu]
+        if t.on_cpu:
+            if prio < old:
+                head = cpu._peek()
+                if head is not None and head.prio > prio:
+                    self._need_resched(cpu)
+            return
+        if t._rq_seq:
+            cpu._detach(t)
+            cpu._enqueue(t)
+            self._check_preempt(cpu, t, None)
+
+    def _need_resched(self, cpu: CPU) -> None:
+        cpu.need_resched = True
+        if not cpu.resched_pending:
+            cpu.resched_pending = True
+            self.send_ipi(None, cpu, self._resched_done, name="resched ipi")
+
     # ------------------------------------------------------------------ substrate op handlers
     def _h_syscall(self, cpu: CPU, t: Task, op: Syscall) -> int:
         return self.jit_sched.apply(self.costs.syscall) + op.ns

@@ -126,3 +126,51 @@ def test_rt_task_preempts_fair_task_on_wakeup():
     # at 11000 the timer wakes rt, which preempts fair at once (user mode): switch -> 12000, runs 5 us -> 17000
     # fair: 9 us done by 11000; switch back 1000 -> 18000 + 91 us -> 109000
     assert order == [("rt", 17_000), ("fair", 109_000)]
+
+
+def test_cut_segment_ends_a_spin_early():
+    from sim.ops import Call
+
+    m = machine(cpus=2, context_switch=1000)
+    seen = []
+
+    def spin(cpu_, t):
+        def after(c, task):
+            seen.append(m.now)
+            return 0
+
+        t.post = after
+        return 1_000_000  # spin for up to 1 ms
+
+    def spinner(task):
+        yield Call(spin)
+
+    def releaser(task):
+        yield cpu(20_000)
+        m.cut_segment(s, delay=100)
+
+    s = m.spawn(spinner, "spinner", affinity=[0])
+    m.spawn(releaser, "releaser", affinity=[1])
+    run(m, 2 * MS)
+    # both start at 1000 (switch); releaser cuts at 21000 + 100
+    assert seen == [21_100]
+    assert s.run_ns == 20_100
+
+
+def test_set_prio_boost_requeues_and_preempts():
+    m = machine(cpus=1, context_switch=1000)
+    order = []
+
+    def worker(name, ns):
+        def s(task):
+            yield cpu(ns)
+            order.append(name)
+
+        return s
+
+    a = m.spawn(worker("a", 50_000), "a")
+    b = m.spawn(worker("b", 10_000), "b")
+    m.call_at(5_000, m.set_prio, b, 10)  # boost b to RT while a runs
+    run(m, 1 * MS)
+    assert order == ["b", "a"]
+    assert a.nivcsw == 1

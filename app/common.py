@@ -1,0 +1,127 @@
+"""Shared pieces of the CLI verbs: scenario lookup, --set parsing, tables, progress."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sim import scenario as sc
+from sim.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO_DIR = ROOT / "scenarios"
+
+
+def catalog() -> sc.Catalog:
+    import models
+
+    return models.catalog()
+
+
+def resolve_scenario(name: str) -> Path:
+    p = Path(name)
+    if p.exists():
+        return p
+    bundled = SCENARIO_DIR / f"{name}.toml"
+    if bundled.exists():
+        return bundled
+    known = ", ".join(sorted(x.stem for x in SCENARIO_DIR.glob("*.toml")))
+    raise ConfigError(name, "no such scenario file or bundled scenario", f"bundled: {known}")
+
+
+def parse_sets(items: Sequence[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(item, "--set needs key=value", "e.g. --set machine.cpus=4")
+        key, _, value = item.partition("=")
+        out[key.strip()] = sc.parse_value(value.strip())
+    return out
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return "-"
+        if v != 0 and (abs(v) >= 1e6 or abs(v) < 1e-3):
+            return f"{v:.4g}"
+        return f"{v:,.4f}".rstrip("0").rstrip(".")
+    return str(v)
+
+
+def print_result(res: sc.Result, out: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(file=out, width=110)
+    t = Table(title=f"{res.scenario} (seed {res.seed})", title_justify="left")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    for k, v in res.metrics.items():
+        t.add_row(k, _fmt(v))
+    con.print(t)
+    c = Table(title="CPUs", title_justify="left")
+    for col in ("cpu", "util %", "user %", "kernel %", "irq %", "softirq %", "switch %", "idle %", "switches", "ticks", "IPIs"):
+        c.add_column(col, justify="right")
+    total = res.sim_ns or 1
+    for row in res.cpus:
+        idle = row["idle_ns"] + row["idle_exit_ns"]
+        c.add_row(
+            str(row["cpu"]),
+            f"{100 * row['utilisation']:.1f}",
+            *(f"{100 * row[k] / total:.1f}" for k in ("user_ns", "kernel_ns", "irq_ns", "softirq_ns", "switch_ns")),
+            f"{100 * idle / total:.1f}",
+            str(row["switches"]),
+            str(row["ticks"]),
+            str(row["ipis"]),
+        )
+    con.print(c)
+    lt = Table(title="latency percentiles (us)", title_justify="left")
+    for col in ("latency", "count", "mean", "p50", "p90", "p99", "max"):
+        lt.add_column(col, justify="right")
+    for name, s in res.latency.items():
+        lt.add_row(
+            name, str(s["count"]), *(_fmt(s[k] / 1000.0) if s["count"] else "-" for k in ("mean", "p50", "p90", "p99", "max"))
+        )
+    con.print(lt)
+    con.print(f"simulated {res.sim_ns / 1e9:.4g} s in {res.wall_s:.2f} s wall, {res.events:,} events, rcusim {res.version}")
+
+
+class Progress:
+    """A progress bar on stderr for runs that take more than a moment (only on a terminal)."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.label = label
+        self._bar: Any = None
+        self._task: Any = None
+        import time
+
+        self._t0 = time.perf_counter()
+        self._time = time.perf_counter
+
+    def __call__(self, frac: float) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            if self._time() - self._t0 < 0.5:
+                return
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.percentage:>3.0f}%"),
+                TimeElapsedColumn(),
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(self.label, total=1.0)
+        self._bar.update(self._task, completed=frac)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()

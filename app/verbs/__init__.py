@@ -1,0 +1,1 @@
+"""One module per rcusim verb (see app.cli)."""

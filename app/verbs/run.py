@@ -1,0 +1,62 @@
+"""rcusim run: simulate one scenario."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from sim import scenario as sc
+from sim.errors import ConfigError
+from sim.trace import Tracer
+
+from ..common import Progress, catalog, parse_sets, print_result, resolve_scenario
+
+VERB = "run"
+SUMMARY = """simulate a scenario (a .toml file or a bundled name) and print its
+throughput, per-CPU utilisation, switches and latency percentiles;
+--json for one JSON object, --trace FILE for a Perfetto trace"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser(
+        "run", help="simulate a scenario and print its results", description="Simulate a scenario and print its results."
+    )
+    r.add_argument("scenario", help="a scenario .toml file or the name of a bundled one (see 'rcusim list')")
+    r.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="override a scenario value, e.g. --set machine.cpus=2 (repeatable)"
+    )
+    r.add_argument("--seed", type=int, help="seed of the run (overrides scenario.seed)")
+    r.add_argument("--trace", metavar="FILE", help="write a Chrome trace-event JSON file (opens in Perfetto)")
+    r.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    r.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    r.set_defaults(fn=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    cat = catalog()
+    overrides = parse_sets(args.set or [])
+    if args.seed is not None:
+        overrides["scenario.seed"] = args.seed
+    data = sc.load(resolve_scenario(args.scenario), overrides)
+    scn = sc.validate(data, cat)
+    tracer = Tracer() if args.trace else None
+    prog = Progress(scn.meta.name, not args.no_progress)
+    try:
+        res = sc.run(scn, cat, tracer=tracer, progress=prog)
+    finally:
+        prog.close()
+    if tracer is not None:
+        try:
+            with open(args.trace, "w", encoding="utf-8") as fp:
+                tracer.write(fp)
+        except OSError as exc:
+            raise ConfigError("--trace", f"cannot write {args.trace}: {exc.strerror}") from None
+    if args.json:
+        json.dump(res.to_json(), sys.stdout, sort_keys=False)
+        sys.stdout.write("\n")
+    else:
+        print_result(res, sys.stdout)
+        if tracer is not None:
+            print(f"trace: {args.trace} ({len(tracer.events):,} events; open it at ui.perfetto.dev)")
+    return 0

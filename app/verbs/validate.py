@@ -1,0 +1,84 @@
+"""rcusim validate: the validation contract (see calibration/validation.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from calibration import stories
+from calibration.validation import Row, StoryOptions
+from sim.errors import ConfigError, RcusimError
+
+VERB = "validate"
+SUMMARY = """compare simulated figures with published ones (seed stories) or
+measured ones (a profile): one row per figure, fitted anchors and
+predictions apart, with the relative error; --check fails on a miss"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    v = sub.add_parser("validate", help="simulated vs published/measured figures", description=SUMMARY)
+    v.add_argument("names", nargs="*", metavar="NAME", help=f"stories: {', '.join(stories.NAMES)}")
+    v.add_argument("--all", action="store_true", help="every story (and the profile given with --profile)")
+    v.add_argument("--profile", metavar="FILE", help="also validate the held-back benchmarks of this measured profile")
+    v.add_argument("--seeds", type=int, default=3, help="replications per simulated figure (default 3)")
+    v.add_argument("--json", action="store_true", help='print {"rows": [...]}')
+    v.add_argument("--check", action="store_true", help="exit 1 if a predicted row misses its target")
+    v.set_defaults(fn=cmd_validate)
+
+
+def collect_rows(names: list[str], seeds: int) -> list[Row]:
+    rows: list[Row] = []
+    for name in names:
+        if name not in stories.NAMES:
+            raise ConfigError(name, "unknown story", f"stories are {', '.join(stories.NAMES)}")
+        story = stories.get(name)
+        if story is None:
+            raise RcusimError(f"{name}: {stories.pending(name)}")
+        rows.extend(story.rows(StoryOptions(seeds=seeds)))
+    return rows
+
+
+def print_rows(rows: list[Row], out) -> None:  # type: ignore[no-untyped-def]
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="validation", title_justify="left")
+    for col in ("story", "metric", "config", "reference", "simulated", "unit", "role", "error", "target", "ok"):
+        t.add_column(col, justify="right" if col in ("reference", "simulated", "error", "target") else "left")
+    for r in rows:
+        err = r.rel_error
+        t.add_row(
+            r.story,
+            r.metric,
+            r.config,
+            f"{r.reference:.4g}",
+            f"{r.simulated:.4g}",
+            r.unit,
+            r.role,
+            "-" if err != err else f"{100 * err:+.1f}%",
+            "-" if r.target is None else f"±{100 * r.target:.0f}%",
+            "yes" if r.ok else "MISS",
+        )
+    Console(file=out, width=160).print(t)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    if args.seeds < 1:
+        raise ConfigError("--seeds", f"{args.seeds} is below 1", "use at least one seed")
+    names = list(stories.NAMES) if args.all else list(args.names)
+    if args.all:
+        names = [n for n in names if stories.get(n) is not None]
+    if args.profile:
+        raise RcusimError("--profile: validating a measured profile comes with the calibration (issue 7)")
+    if not names:
+        raise ConfigError("NAME", "no story given", f"name one of {', '.join(stories.NAMES)} or use --all")
+    rows = collect_rows(names, args.seeds)
+    if args.json:
+        json.dump({"rows": [r.to_json() for r in rows]}, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        print_rows(rows, sys.stdout)
+    if args.check and not all(r.ok for r in rows):
+        return 1
+    return 0

@@ -1,0 +1,299 @@
+/*
+ * Items built on two threads exchanging messages over a pipe pair or an
+ * AF_UNIX stream socketpair: context_switch, cross_cpu_wakeup, pipe_message,
+ * unix_socket_message.  Both threads are pinned (thread A to cpu_a, B to cpu_b).
+ *
+ * ping-pong: A writes a message, B reads it and writes one back, A reads it;
+ *   a batch of round trips is timed by A and reported as round trip / 2.
+ * stream: A writes messages as fast as it can, B reads them; B times batches
+ *   of messages and reports the mean inter-message time (cost per message).
+ */
+#include "collector.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+enum chan_kind { CHAN_PIPE, CHAN_UNIX };
+enum pp_mode { PP_PINGPONG, PP_STREAM };
+
+struct pp {
+	enum chan_kind kind;
+	enum pp_mode mode;
+	int cpu_a, cpu_b;
+	size_t msg;
+	long per_batch, batches, warm;
+	int a_rd, a_wr, b_rd, b_wr;
+	sampleset *out;
+	int err_a, err_b; /* errno values */
+};
+
+static int read_full(int fd, char *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, buf + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r == 0 ? 0 : -errno;
+		got += (size_t)r;
+	}
+	return 1;
+}
+
+static int write_full(int fd, const char *buf, size_t n)
+{
+	size_t put = 0;
+	while (put < n) {
+		ssize_t w = write(fd, buf + put, n - put);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		put += (size_t)w;
+	}
+	return 1;
+}
+
+static void *thread_b(void *arg)
+{
+	struct pp *p = arg;
+	char buf[4096];
+	if (pin_self_to_cpu(p->cpu_b) < 0) {
+		p->err_b = EINVAL;
+		return NULL;
+	}
+	if (p->mode == PP_PINGPONG) {
+		for (;;) {
+			int r = read_full(p->b_rd, buf, p->msg);
+			if (r <= 0) {
+				p->err_b = r < 0 ? -r : 0;
+				return NULL;
+			}
+			r = write_full(p->b_wr, buf, p->msg);
+			if (r < 0) {
+				p->err_b = -r;
+				return NULL;
+			}
+		}
+	}
+	/* stream: receiver side does the timing */
+	long i = 0;
+	int64_t t0 = 0;
+	for (;;) {
+		int r = read_full(p->b_rd, buf, p->msg);
+		if (r <= 0) {
+			p->err_b = r < 0 ? -r : 0;
+			return NULL;
+		}
+		i++;
+		if (i == p->warm)
+			t0 = now_ns();
+		else if (i > p->warm && (i - p->warm) % p->per_batch == 0) {
+			int64_t t1 = now_ns();
+			ss_add(p->out, (double)(t1 - t0) / (double)p->per_batch);
+			t0 = t1;
+		}
+	}
+}
+
+static void *thread_a(void *arg)
+{
+	struct pp *p = arg;
+	char buf[4096];
+	memset(buf, 'x', sizeof(buf));
+	if (pin_self_to_cpu(p->cpu_a) < 0) {
+		p->err_a = EINVAL;
+		goto out;
+	}
+	if (p->mode == PP_PINGPONG) {
+		for (long b = -1; b < p->batches; b++) { /* batch -1 warms up */
+			long rounds = b < 0 ? p->warm : p->per_batch;
+			int64_t t0 = now_ns();
+			for (long i = 0; i < rounds; i++) {
+				int r = write_full(p->a_wr, buf, p->msg);
+				if (r > 0)
+					r = read_full(p->a_rd, buf, p->msg);
+				if (r <= 0) {
+					p->err_a = r < 0 ? -r : EPIPE;
+					goto out;
+				}
+			}
+			int64_t t1 = now_ns();
+			if (b >= 0)
+				ss_add(p->out, (double)(t1 - t0) / (double)rounds / 2.0);
+		}
+	} else {
+		long total = p->warm + p->per_batch * p->batches;
+		for (long i = 0; i < total; i++) {
+			int r = write_full(p->a_wr, buf, p->msg);
+			if (r < 0) {
+				p->err_a = -r;
+				goto out;
+			}
+		}
+	}
+out:
+	/* end of stream for B */
+	if (p->kind == CHAN_UNIX)
+		shutdown(p->a_wr, SHUT_WR);
+	else
+		close(p->a_wr);
+	return NULL;
+}
+
+/* Returns 0 or an errno value. */
+static int run_pp(struct pp *p)
+{
+	int fds[4] = {-1, -1, -1, -1};
+	if (p->kind == CHAN_PIPE) {
+		if (pipe2(fds, O_CLOEXEC) != 0 || pipe2(fds + 2, O_CLOEXEC) != 0) {
+			int e = errno;
+			for (int i = 0; i < 4; i++)
+				if (fds[i] >= 0)
+					close(fds[i]);
+			return e;
+		}
+		p->b_rd = fds[0];
+		p->a_wr = fds[1];
+		p->a_rd = fds[2];
+		p->b_wr = fds[3];
+	} else {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+			return errno;
+		p->a_rd = p->a_wr = fds[0];
+		p->b_rd = p->b_wr = fds[1];
+	}
+	p->err_a = p->err_b = 0;
+	pthread_t ta, tb;
+	int rc = spawn_thread(thread_b, p, &tb);
+	if (rc == 0) {
+		rc = spawn_thread(thread_a, p, &ta);
+		if (rc == 0)
+			pthread_join(ta, NULL);
+		else if (p->kind == CHAN_UNIX)
+			shutdown(p->a_wr, SHUT_WR);
+		else
+			close(p->a_wr);
+		pthread_join(tb, NULL);
+	}
+	for (int i = 0; i < 4; i++)
+		if (fds[i] >= 0 && !(p->kind == CHAN_PIPE && fds[i] == p->a_wr))
+			close(fds[i]);
+	if (rc)
+		return rc;
+	return p->err_a ? p->err_a : p->err_b;
+}
+
+static void pingpong_params(item_ctx *ctx, const struct pp *p)
+{
+	jv_set(ctx->params, "cpu_a", jv_int(p->cpu_a));
+	jv_set(ctx->params, "cpu_b", jv_int(p->cpu_b));
+	jv_set(ctx->params, "message_bytes", jv_int((long long)p->msg));
+	jv_set(ctx->params, "round_trips_per_batch", jv_int(p->per_batch));
+	jv_set(ctx->params, "batches", jv_int(p->batches));
+	jv_set(ctx->params, "execution_context", jv_str("threads"));
+}
+
+void item_context_switch(item_ctx *ctx)
+{
+	struct pp p = {.kind = CHAN_PIPE, .mode = PP_PINGPONG, .msg = 1, .per_batch = 100,
+		       .batches = plan(ctx, 100, 1000), .warm = 1000, .out = &ctx->samples};
+	p.cpu_a = p.cpu_b = ctx->opt->cpus[0];
+	ctx->unit = "ns";
+	item_method(ctx, "Two threads pinned to the same CPU ping-pong a 1-byte message over two pipes; "
+			 "a batch of round trips is timed and divided by 2 (one switch per one-way trip), "
+			 "so each figure includes one pipe write and one pipe read.");
+	pingpong_params(ctx, &p);
+	int e = run_pp(&p);
+	if (e)
+		item_fail(ctx, "pipe ping-pong: %s", strerror(e));
+}
+
+void item_cross_cpu_wakeup(item_ctx *ctx)
+{
+	ctx->unit = "ns";
+	item_method(ctx, "Two threads pinned to two different CPUs ping-pong a 1-byte message over two pipes; "
+			 "a batch of round trips is timed and divided by 2 (one remote wakeup per one-way trip, "
+			 "including pipe write and read and any idle-exit latency of the woken CPU).");
+	if (ctx->opt->ncpus < 2) {
+		item_skip(ctx, "only one CPU is online or allowed, no cross-CPU pair exists");
+		return;
+	}
+	struct pp p = {.kind = CHAN_PIPE, .mode = PP_PINGPONG, .msg = 1, .per_batch = 100,
+		       .batches = plan(ctx, 100, 1000), .warm = 1000, .out = &ctx->samples};
+	p.cpu_a = ctx->opt->cpus[0];
+	p.cpu_b = ctx->opt->cpus[1];
+	pingpong_params(ctx, &p);
+	int e = run_pp(&p);
+	if (e)
+		item_fail(ctx, "pipe ping-pong: %s", strerror(e));
+}
+
+static void message_item(item_ctx *ctx, enum chan_kind kind)
+{
+	const char *what = kind == CHAN_PIPE ? "a pair of pipes" : "an AF_UNIX SOCK_STREAM socketpair";
+	ctx->unit = "ns";
+	item_method(ctx, "100-byte messages between two pinned threads over %s: ping-pong series report "
+			 "round trip / 2 (one-way latency), stream series report the receiver's mean time per "
+			 "message while the sender writes back to back; top-level samples are the cross-CPU "
+			 "ping-pong (same-CPU when only one CPU is available).", what);
+	int two = ctx->opt->ncpus >= 2;
+	jv_set(ctx->params, "message_bytes", jv_int(100));
+	jv_set(ctx->params, "channel", jv_str(kind == CHAN_PIPE ? "pipe" : "unix_stream"));
+	jv_set(ctx->params, "primary_series", jv_str(two ? "cross_cpu_pingpong" : "same_cpu_pingpong"));
+	struct {
+		const char *label;
+		enum pp_mode mode;
+		int cross;
+	} cases[] = {
+		{"same_cpu_pingpong", PP_PINGPONG, 0},
+		{"cross_cpu_pingpong", PP_PINGPONG, 1},
+		{"same_cpu_stream", PP_STREAM, 0},
+		{"cross_cpu_stream", PP_STREAM, 1},
+	};
+	for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
+		if (cases[c].cross && !two)
+			continue;
+		sampleset s;
+		ss_init(&s);
+		struct pp p = {.kind = kind, .mode = cases[c].mode, .msg = 100,
+			       .cpu_a = ctx->opt->cpus[0],
+			       .cpu_b = cases[c].cross ? ctx->opt->cpus[1] : ctx->opt->cpus[0],
+			       .out = &s};
+		if (p.mode == PP_PINGPONG) {
+			p.per_batch = 100;
+			p.batches = plan(ctx, 50, 500);
+			p.warm = 500;
+		} else {
+			p.per_batch = 1000;
+			p.batches = plan(ctx, 30, 300);
+			p.warm = 2000;
+		}
+		int e = run_pp(&p);
+		if (e) {
+			item_fail(ctx, "%s: %s", cases[c].label, strerror(e));
+			ss_free(&s);
+			return;
+		}
+		jv *entry = item_series_add(ctx, cases[c].label, &s, "ns");
+		jv *prm = jv_get(entry, "params");
+		jv_set(prm, "mode", jv_str(p.mode == PP_PINGPONG ? "pingpong" : "stream"));
+		jv_set(prm, "cpu_a", jv_int(p.cpu_a));
+		jv_set(prm, "cpu_b", jv_int(p.cpu_b));
+		jv_set(prm, p.mode == PP_PINGPONG ? "round_trips_per_batch" : "messages_per_batch",
+		       jv_int(p.per_batch));
+		jv_set(prm, "batches", jv_int(p.batches));
+		if (p.mode == PP_PINGPONG && cases[c].cross == two)
+			for (size_t i = 0; i < s.n; i++)
+				ss_add(&ctx->samples, s.v[i]);
+		ss_free(&s);
+	}
+}
+
+void item_pipe_message(item_ctx *ctx) { message_item(ctx, CHAN_PIPE); }
+void item_unix_socket_message(item_ctx *ctx) { message_item(ctx, CHAN_UNIX); }

@@ -1,0 +1,283 @@
+/*
+ * The safety layer: every system setting is recorded before it is changed and
+ * restored on every exit path (normal return, exit(), SIGINT, SIGTERM,
+ * SIGHUP, SIGQUIT); every child process is tracked, dies with us
+ * (PR_SET_PDEATHSIG covers even SIGKILL of the collector) and is reaped.
+ * Namespaces are only ever held by such children, so they die with them.
+ *
+ * The signal handler uses only async-signal-safe calls (kill, waitpid, open,
+ * write, close, unlink) on data kept in fixed static arrays.
+ */
+#include "collector.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_SETTINGS 64
+#define MAX_CHILDREN 8192
+
+struct setting {
+	char path[256];
+	char original[256];
+	char value[64];
+	volatile sig_atomic_t active; /* changed and not yet restored */
+	int restore_errno;            /* 0 when restored fine */
+	int restored;
+};
+
+static struct setting settings[MAX_SETTINGS];
+static volatile sig_atomic_t nsettings;
+static volatile pid_t children[MAX_CHILDREN];
+static volatile sig_atomic_t in_child;
+static char tmp_out[4096];
+static const int term_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+static void block_term_signals(sigset_t *old)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < ARRAY_LEN(term_signals); i++)
+		sigaddset(&set, term_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+/* async-signal-safe write of a setting */
+static int raw_write(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(s);
+	ssize_t w = write(fd, s, n);
+	int e = errno;
+	close(fd);
+	if (w < 0)
+		return -e;
+	return (size_t)w == n ? 0 : -EIO;
+}
+
+int setting_change(const char *path, const char *new_value, char *err, size_t errlen)
+{
+	if (nsettings >= MAX_SETTINGS) {
+		snprintf(err, errlen, "too many changed settings");
+		return -ENOSPC;
+	}
+	char *orig = read_file_trim(path);
+	if (!orig) {
+		int e = errno;
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(e));
+		return -e;
+	}
+	if (strlen(path) >= sizeof(settings[0].path) || strlen(orig) >= sizeof(settings[0].original)) {
+		free(orig);
+		snprintf(err, errlen, "setting path or value too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	struct setting *s = &settings[nsettings];
+	memset(s, 0, sizeof(*s));
+	strcpy(s->path, path);
+	strcpy(s->original, orig);
+	snprintf(s->value, sizeof(s->value), "%s", new_value);
+	free(orig);
+	/* recorded (and armed for restore) before the write happens */
+	s->active = 1;
+	nsettings++;
+	int rc = raw_write(path, new_value);
+	if (rc < 0) {
+		/* the kernel refused the value: the original is still in place */
+		s->active = 0;
+		s->restored = 1;
+		s->restore_errno = 0;
+		snprintf(err, errlen, "cannot write %s to %s: %s", new_value, path, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+static int restore_one(struct setting *s)
+{
+	if (!s->active)
+		return 0;
+	int rc = raw_write(s->path, s->original);
+	s->active = 0;
+	s->restored = rc == 0;
+	s->restore_errno = -rc;
+	return rc;
+}
+
+int setting_restore(const char *path)
+{
+	for (int i = nsettings - 1; i >= 0; i--)
+		if (settings[i].active && strcmp(settings[i].path, path) == 0)
+			return restore_one(&settings[i]);
+	return 0;
+}
+
+int settings_restore_all(void)
+{
+	int failures = 0;
+	for (int i = nsettings - 1; i >= 0; i--)
+		if (restore_one(&settings[i]) < 0)
+			failures++;
+	return failures;
+}
+
+jv *settings_log_json(void)
+{
+	jv *a = jv_arr();
+	for (int i = 0; i < nsettings; i++) {
+		jv *o = jv_push(a, jv_obj());
+		jv_set(o, "path", jv_str(settings[i].path));
+		jv_set(o, "original", jv_str(settings[i].original));
+		jv_set(o, "value", jv_str(settings[i].value));
+		jv_set(o, "restored", jv_bool(settings[i].restored && !settings[i].active));
+		if (settings[i].restore_errno)
+			jv_set(o, "restore_error", jv_str(strerror(settings[i].restore_errno)));
+	}
+	return a;
+}
+
+pid_t tracked_fork(void)
+{
+	sigset_t old;
+	pid_t parent = getpid();
+	block_term_signals(&old);
+	int slot = -1;
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		if (children[i] == 0) {
+			slot = i;
+			break;
+		}
+	if (slot < 0) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		errno = EAGAIN;
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		in_child = 1;
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127); /* the parent died before prctl took effect */
+		for (size_t i = 0; i < ARRAY_LEN(term_signals); i++)
+			signal(term_signals[i], SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return 0;
+	}
+	if (pid > 0)
+		children[slot] = pid;
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return pid;
+}
+
+static void untrack(pid_t pid)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		if (children[i] == pid) {
+			children[i] = 0;
+			return;
+		}
+}
+
+pid_t tracked_wait(pid_t pid, int *status)
+{
+	pid_t r;
+	do
+		r = waitpid(pid, status, 0);
+	while (r < 0 && errno == EINTR);
+	if (r == pid || (r < 0 && errno == ECHILD))
+		untrack(pid);
+	return r;
+}
+
+void tracked_kill_all(void)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		if (children[i] > 0)
+			kill(children[i], SIGKILL);
+	for (int i = 0; i < MAX_CHILDREN; i++) {
+		pid_t pid = children[i];
+		if (pid > 0) {
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			children[i] = 0;
+		}
+	}
+}
+
+int tracked_count(void)
+{
+	int n = 0;
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		n += children[i] > 0;
+	return n;
+}
+
+static void say(const char *s) { (void)!write(STDERR_FILENO, s, strlen(s)); }
+
+static void on_signal(int sig)
+{
+	static volatile sig_atomic_t busy;
+	if (busy)
+		return;
+	busy = 1;
+	say(COLLECTOR_NAME ": interrupted by ");
+	say(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGQUIT");
+	say("; killing children and restoring settings\n");
+	tracked_kill_all();
+	if (settings_restore_all() > 0)
+		say(COLLECTOR_NAME ": WARNING: some settings could not be restored\n");
+	if (tmp_out[0])
+		unlink(tmp_out);
+	/* die of the same signal so that the caller sees how we ended */
+	signal(sig, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
+static void at_exit_cleanup(void)
+{
+	if (in_child)
+		return;
+	tracked_kill_all();
+	settings_restore_all();
+}
+
+void safety_install(const char *tmp_out_path)
+{
+	if (tmp_out_path)
+		snprintf(tmp_out, sizeof(tmp_out), "%s", tmp_out_path);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < ARRAY_LEN(term_signals); i++)
+		sigaddset(&sa.sa_mask, term_signals[i]);
+	for (size_t i = 0; i < ARRAY_LEN(term_signals); i++)
+		sigaction(term_signals[i], &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	atexit(at_exit_cleanup);
+}
+
+int spawn_thread(void *(*fn)(void *), void *arg, void *thread_out)
+{
+	sigset_t old;
+	block_term_signals(&old);
+	int rc = pthread_create((pthread_t *)thread_out, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}

@@ -1,0 +1,3 @@
+"""Not modelled yet: needs the lock models (issue 4)."""
+
+STORY = None

@@ -1,0 +1,3 @@
+"""Not modelled yet: needs Tree RCU and NOCB (issue 3)."""
+
+STORY = None

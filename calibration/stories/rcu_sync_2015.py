@@ -1,0 +1,3 @@
+"""Not modelled yet: needs percpu-rwsem and rcu_sync (issue 5)."""
+
+STORY = None

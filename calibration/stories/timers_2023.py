@@ -1,0 +1,3 @@
+"""Not modelled yet: needs the timer models (issue 6)."""
+
+STORY = None

@@ -1,0 +1,4 @@
+"""membarrier, userspace RCU, percpu-rwsem and rcu_sync."""
+
+MECHANISMS: dict = {}
+WORKLOADS: dict = {}

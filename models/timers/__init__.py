@@ -1,0 +1,4 @@
+"""Timers: the timer wheel, placement (push heuristic vs timer-migration pull), idle states."""
+
+MECHANISMS: dict = {}
+WORKLOADS: dict = {}

@@ -1,0 +1,283 @@
+"""Tests of the native collector (calibration/collector), pytest and the standard library only.
+
+The collector is built from a copy of its sources in a
+temporary directory, so the tests never write into the source tree. The tests that need root
+(netns holders, dropping privileges, --modify-system) skip themselves without it;
+the --modify-system interrupt test also needs RCUSIM_TEST_MODIFY_SYSTEM=1 because it
+writes /sys/kernel/rcu_expedited for a moment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+STATUSES = {"ok", "skipped", "failed"}
+STAT_KEYS = {"count", "min", "max", "mean", "stddev", "median", "p90", "p99"}
+ITEM_KEYS = {"status", "unit", "method", "params", "duration_s", "samples_total", "samples", "stats", "histogram"}
+
+
+def _collector_source() -> Path:
+    env = os.environ.get("RCUSIM_COLLECTOR_DIR")
+    here = Path(__file__).resolve().parent
+    candidates = [Path(env)] if env else []
+    candidates += [here, *(p / "calibration" / "collector" for p in here.parents)]
+    for c in candidates:
+        if (c / "Makefile").is_file() and (c / "main.c").is_file():
+            return c
+    pytest.skip("collector sources not found (set RCUSIM_COLLECTOR_DIR)")
+
+
+@pytest.fixture(scope="session")
+def collector(tmp_path_factory) -> Path:
+    if not shutil.which("make") or not shutil.which("gcc"):
+        pytest.skip("make and gcc are needed to build the collector")
+    src = _collector_source()
+    build = tmp_path_factory.mktemp("collector-build")
+    for f in src.iterdir():
+        if f.suffix in {".c", ".h"} or f.name == "Makefile":
+            shutil.copy2(f, build / f.name)
+    res = subprocess.run(["make"], cwd=build, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    binary = build / "rcusim-collector"
+    assert binary.is_file()
+    binary.chmod(0o755)
+    return binary
+
+
+def _item_names(collector: Path) -> list[str]:
+    res = subprocess.run([collector, "--list"], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0
+    return [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
+
+
+def _check_item(name: str, item: dict, max_samples: int) -> None:
+    assert ITEM_KEYS <= item.keys(), (name, sorted(item))
+    assert item["status"] in STATUSES, name
+    if item["status"] != "ok":
+        assert isinstance(item.get("reason"), str) and item["reason"], name
+    else:
+        assert "reason" not in item
+        assert item["stats"]["count"] > 0, name
+    assert isinstance(item["method"], str) and item["method"], name
+    assert isinstance(item["params"], dict)
+    assert set(item["stats"]) == STAT_KEYS
+    assert item["stats"]["count"] == item["samples_total"]
+    assert len(item["samples"]) == min(item["samples_total"], max_samples)
+    assert all(isinstance(x, (int, float)) for x in item["samples"])
+    if item["samples_total"]:
+        s = item["stats"]
+        assert s["min"] <= s["median"] <= s["p90"] <= s["p99"] <= s["max"]
+        assert (
+            sum(b[2] for b in item["histogram"]["buckets"]) + item["histogram"]["underflow"] + item["histogram"]["overflow"]
+            == item["samples_total"]
+        )
+    for entry in item.get("series", []):
+        assert {"label", "unit", "params", "samples", "stats", "histogram"} <= entry.keys()
+        assert len(entry["samples"]) <= max_samples
+
+
+def test_build_and_cli_basics(collector):
+    names = _item_names(collector)
+    assert {
+        "syscall",
+        "context_switch",
+        "cross_cpu_wakeup",
+        "fork_exec",
+        "membarrier_global",
+        "membarrier_global_busy",
+        "membarrier_global_expedited",
+        "membarrier_private_expedited",
+        "futex_handoff",
+        "pi_futex_handoff",
+        "pipe_message",
+        "unix_socket_message",
+        "timerfd_arm_cancel",
+        "sleep_lateness",
+        "netns_create",
+    } <= set(names)
+    assert subprocess.run([collector, "--help"], capture_output=True, timeout=30).returncode == 0
+    for bad in (["--bogus"], ["--items", "nope"], ["--items"], ["--max-samples", "x"], ["stray"]):
+        res = subprocess.run([collector, *bad], capture_output=True, text=True, timeout=30)
+        assert res.returncode == 2, bad
+        assert res.stdout == ""
+        assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_quick_run_parses_and_has_every_item(collector, tmp_path):
+    out = tmp_path / "p.json"
+    start = time.monotonic()
+    res = subprocess.run([collector, "--quick", "--out", out], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert time.monotonic() - start < 120
+    assert res.stdout == ""  # progress goes to stderr only
+    assert "[1/" in res.stderr
+    profile = json.loads(out.read_text())
+    assert profile["schema_version"] == 1
+    assert profile["kind"] == "rcusim-profile"
+    assert profile["collector"]["name"] == "rcusim-collector"
+    assert profile["command_line"][1:] == ["--quick", "--out", str(out)]
+    for key in ("start_time", "end_time"):
+        assert profile[key].endswith("Z") and "T" in profile[key]
+    assert isinstance(profile["root"], bool)
+    assert profile["options"]["quick"] is True
+    machine = profile["machine"]
+    for key in (
+        "kernel_release",
+        "cpus_online",
+        "cpus_possible",
+        "cpu_model",
+        "hz",
+        "preemption",
+        "rcu_config",
+        "cmdline",
+        "rcuo_kthreads",
+        "rcutree_parameters",
+        "rcu_expedited",
+        "rcu_normal",
+        "timer_migration",
+    ):
+        assert key in machine, key
+    assert {"rcu_nocbs", "nohz_full"} <= machine["cmdline"].keys()
+    assert machine["hz"]["method"]
+    names = _item_names(collector)
+    assert list(profile["items"]) == names
+    for name, item in profile["items"].items():
+        _check_item(name, item, profile["options"]["max_samples"])
+    assert profile["items"]["syscall"]["status"] == "ok"
+    assert profile["items"]["context_switch"]["status"] == "ok"
+    for name in ("gp_rcu_expedited", "gp_cpu_offline"):
+        assert profile["items"][name]["status"] == "skipped"
+    assert profile["settings_changed"] == []
+    assert not list(tmp_path.glob("p.json.tmp.*"))
+
+
+def test_stdout_mode_is_pure_json(collector):
+    res = subprocess.run(
+        [collector, "--quick", "--items", "syscall,timerfd_arm_cancel", "--max-samples", "10"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    profile = json.loads(res.stdout)
+    assert list(profile["items"]) == ["syscall", "timerfd_arm_cancel"]
+    for name, item in profile["items"].items():
+        _check_item(name, item, 10)
+
+
+def _run_unprivileged(collector: Path, args: list[str]) -> subprocess.CompletedProcess:
+    if os.geteuid() != 0:
+        return subprocess.run([collector, *args], capture_output=True, text=True, timeout=300)
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv is needed to drop root")
+    # pytest's temporary directories are private to root: use a world-readable copy
+    public = Path(tempfile.mkdtemp(prefix="rcusim-collector-"))
+    try:
+        public.chmod(0o755)
+        binary = public / collector.name
+        shutil.copy2(collector, binary)
+        binary.chmod(0o755)
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary, *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=public)
+    finally:
+        shutil.rmtree(public, ignore_errors=True)
+
+
+def test_non_root_run_skips_netns_with_reason(collector):
+    res = _run_unprivileged(collector, ["--quick", "--items", "syscall,netns_create"])
+    assert res.returncode == 0, res.stderr
+    profile = json.loads(res.stdout)
+    assert profile["root"] is False
+    netns = profile["items"]["netns_create"]
+    assert netns["status"] == "skipped"
+    assert "root" in netns["reason"]
+    assert netns["samples"] == [] and netns["stats"]["count"] == 0
+    assert profile["items"]["syscall"]["status"] == "ok"
+
+
+def _children_of(pid: int) -> set[int]:
+    kids = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.add(int(stat.parent.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _interrupt_mid_run(collector: Path, tmp_path: Path, args: list[str], ready) -> tuple:
+    """Start the collector, wait until ready() says it is mid-item, SIGINT it."""
+    out = tmp_path / "p.json"
+    proc = subprocess.Popen([collector, *args, "--out", out], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    seen: set[int] = set()
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            seen |= _children_of(proc.pid)
+            if ready(seen):
+                break
+            time.sleep(0.005)
+        assert proc.poll() is None, "collector finished before it could be interrupted"
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = proc.stderr.read()
+    proc.stderr.close()
+    time.sleep(0.2)
+    return rc, stderr, seen, out
+
+
+def test_sigint_mid_run_leaves_no_child_and_exits(collector, tmp_path):
+    if os.geteuid() == 0:
+        # netns_create keeps up to 256 namespace holders alive: interrupt while they exist
+        args, ready = ["--items", "netns_create"], (lambda seen: len(seen) >= 20)
+    else:
+        args, ready = ["--items", "fork_exec"], (lambda seen: len(seen) >= 3)
+    rc, stderr, seen, out = _interrupt_mid_run(collector, tmp_path, args, ready)
+    assert rc in (-signal.SIGINT, 128 + signal.SIGINT), stderr
+    assert "interrupted by SIGINT" in stderr
+    assert seen, "no child process was observed"
+    assert not [pid for pid in seen if _alive(pid)]
+    assert not out.exists()
+    assert not list(tmp_path.glob("p.json.tmp.*"))
+
+
+@pytest.mark.skipif(
+    os.environ.get("RCUSIM_TEST_MODIFY_SYSTEM") != "1", reason="writes /sys/kernel/rcu_expedited; set RCUSIM_TEST_MODIFY_SYSTEM=1"
+)
+def test_sigint_restores_changed_setting(collector, tmp_path):
+    path = Path("/sys/kernel/rcu_expedited")
+    if os.geteuid() != 0 or not path.exists():
+        pytest.skip("needs root and /sys/kernel/rcu_expedited")
+    before = path.read_text().strip()
+    target = "1" if before != "1" else None
+    if target is None:
+        pytest.skip("rcu_expedited is already 1; a change would not be visible")
+    rc, stderr, _, out = _interrupt_mid_run(
+        collector, tmp_path, ["--modify-system", "--items", "gp_rcu_expedited"], lambda seen: path.read_text().strip() == target
+    )
+    assert rc in (-signal.SIGINT, 128 + signal.SIGINT), stderr
+    assert path.read_text().strip() == before
+    assert not out.exists()
