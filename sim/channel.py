@@ -76,6 +76,7 @@ class Channel:
 def install_channel_ops(m: Machine) -> None:
     """Register the Send and Recv handlers on machine ``m``."""
     jit = m.jitter("pipe")
+    env = m.env
     costs = m.costs
     send_cost = costs.pipe_send + costs.syscall
     recv_cost = costs.syscall + costs.pipe_recv
@@ -87,7 +88,7 @@ def install_channel_ops(m: Machine) -> None:
             # pipe_write: wait for room, then copy again
             t.post = send_commit
             return ch.writers.block(t)
-        ch.buf.append((m.env.now, op.payload))
+        ch.buf.append((env._now, op.payload))
         ch.sent += 1
         if ch.readers.waiters:
             return ch.readers.wake_one(cpu)
@@ -103,7 +104,7 @@ def install_channel_ops(m: Machine) -> None:
         sent_at, payload = ch.buf.popleft()
         ch.received += 1
         if ch.latency is not None:
-            ch.latency.add(m.env.now - sent_at)
+            ch.latency.add(env._now - sent_at)
         t.retval = payload
         if ch.writers.waiters:
             cost += ch.writers.wake_one(cpu)

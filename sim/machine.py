@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import simpy
+from simpy.core import EmptySchedule, StopSimulation
 
 from .errors import ScenarioError
 from .ops import BLOCKED, Call, CpuWork, Op, Script, ScriptFactory, Sleep, Spawn, Syscall, WaitChild, Yield
@@ -54,13 +55,99 @@ STATE_NAMES = ("idle", "idle_exit", "user", "kernel", "irq", "softirq", "switch"
 
 class Env(simpy.Environment):
     """A SimPy environment whose clock is integer nanoseconds (rcusim never schedules a
-    non-integer delay, so ``now`` stays an int)."""
+    non-integer delay, so ``now`` stays an int).
+
+    The machine's own timed actions (a CPU's end of segment, switch or irq; the tick; a
+    delivered interrupt) are not :class:`simpy.Event` objects: the heap entry carries the
+    object that acts (a :class:`CPU`, an :class:`_Irq`) and :meth:`run`
+    dispatches on its class, so such an event costs one tuple instead of an event, a callback
+    list and a bound method. Entries take their event id from SimPy's counter exactly as
+    ``env.schedule`` does, so the order of all events, SimPy's and the machine's, is SimPy's
+    ``(time, priority, event id)`` rule unchanged. Everything else (timeouts, processes,
+    conditions, ``until``) is SimPy's own behaviour.
+    """
 
     now: int  # type: ignore[assignment]
+    _now: int  # type: ignore[assignment]
+
+    def run(self, until: Any = None) -> Any:
+        # simpy.Environment.run, with the step loop inlined (see _loop)
+        if until is not None:
+            if not isinstance(until, simpy.Event):
+                at = until if isinstance(until, int) else float(until)
+                if at <= self._now:
+                    raise ValueError(f"until ({at}) must be greater than the current simulation time")
+                until = simpy.Event(self)
+                until._ok = True
+                until._value = None
+                self.schedule(until, simpy.core.URGENT, at - self._now)
+            elif until.callbacks is None:
+                return until.value
+            until.callbacks.append(StopSimulation.callback)
+        try:
+            self._loop(False)
+        except StopSimulation as exc:
+            return exc.args[0]
+        except EmptySchedule:
+            if until is not None:
+                assert not until.triggered
+                raise RuntimeError(f'No scheduled events left but "until" event was not triggered: {until}') from None
+        return None
+
+    def step(self) -> None:
+        """Process the next event (SimPy's API; :meth:`run` does not go through it)."""
+        self._loop(True)
+
+    def _loop(self, once: bool) -> None:
+        queue: list[Any] = self._queue  # type: ignore[assignment]
+        pop = heapq.heappop
+        cpu_cls, irq_cls = CPU, _Irq
+        while True:
+            if not queue:
+                raise EmptySchedule
+            now, _, eid, ev = pop(queue)
+            self._now = now
+            cls = ev.__class__
+            if cls is cpu_cls:
+                if eid == ev.act_eid:  # else superseded (the CPU was interrupted): ignore
+                    ev.act_eid = -1
+                    action = ev.action
+                    ev.action = None
+                    action()
+            elif cls is irq_cls:
+                ev.cpu.raise_irq(ev.cost, ev.fn)
+            else:
+                # simpy.Environment.step
+                callbacks, ev.callbacks = ev.callbacks, None
+                try:
+                    for callback in callbacks:
+                        callback(ev)
+                except StopSimulation:
+                    ev.callbacks = callbacks[callbacks.index(callback) + 1 :]
+                    self.schedule(ev, simpy.events.EventPriority(-1))
+                    raise
+                if not ev._ok and not hasattr(ev, "_defused"):
+                    exc = type(ev._value)(*ev._value.args)
+                    exc.__cause__ = ev._value
+                    raise exc
+            if once:
+                return
+
+
+class _Irq:
+    """The heap entry of an interrupt on its way to a CPU (:meth:`Machine.interrupt`)."""
+
+    __slots__ = ("cpu", "cost", "fn")
+
+    def __init__(self, cpu: CPU, cost: int, fn: IrqFn | None) -> None:
+        self.cpu = cpu
+        self.cost = cost
+        self.fn = fn
 
 
 class _Wake(simpy.Event):
-    """The cheapest event SimPy can process: already triggered, carrying one callback.
+    """An already-triggered event carrying one callback and a value (cheaper than a
+    :class:`simpy.Timeout`; the hottest timed actions skip even this: see :class:`Env`).
 
     Like :class:`simpy.Timeout` it is scheduled as soon as it is made, but it skips the
     argument checks and the repr bookkeeping; ``value`` carries the CPU's generation number
@@ -77,6 +164,7 @@ class _Wake(simpy.Event):
         env.schedule(self, simpy.core.NORMAL, delay)
 
 
+NORMAL = simpy.core.NORMAL
 MAX_SOFTIRQ_RESTART = 10  # kernel/softirq.c
 NO_PROGRESS_LIMIT = 1_000_000  # zero-time ops in a row before a task is declared stuck
 
@@ -93,7 +181,8 @@ class CPU:
         "seg_start", "seg_active", "need_resched", "irqs", "irq_from", "softirq_pending",
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
-        "data",
+        "tick_gen", "tick_at", "jiffy_timers",
+        "data", "act_eid", "_queue", "_eid", "_seg_end",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -117,6 +206,9 @@ class CPU:
         self.softirq_rounds = 0
         self.softirq_done: Callable[[CPU], None] | None = None
         self.tick_on = False
+        self.tick_gen = 0
+        self.tick_at: int | None = None
+        self.jiffy_timers: dict[int, list[Callable[[CPU], int | None]]] = {}
         self.tick_count = 0
         self.min_vruntime = 0
         self.switches = 0
@@ -128,23 +220,24 @@ class CPU:
         self.idle_exits = 0
         self.tid = 0
         self.data: dict[str, Any] = {}  # per-CPU state of models (RCU's rcu_data, timer bases...)
+        self.act_eid = -1  # event id of the pending timed action (see Env)
+        self._queue: list[Any] = self.env._queue  # type: ignore[assignment]
+        self._eid = self.env._eid
+        self._seg_end = self._segment_end  # bound once: a segment end allocates nothing
 
     # ------------------------------------------------------------------ timed actions
     def _after(self, delay: int, action: Callable[[], None]) -> None:
+        # The CPU's one pending action: a heap entry naming this CPU (see Env); ``gen`` still
+        # counts actions for cut_segment's staleness check.
         self.gen += 1
         self.action = action
         self.m.events += 1
-        _Wake(self.env, delay, self.gen, self._fire)
-
-    def _fire(self, ev: simpy.Event) -> None:
-        if ev._value == self.gen:  # noqa: SLF001 - a stale action has an older generation
-            action = self.action
-            self.action = None
-            assert action is not None
-            action()
+        eid = next(self._eid)
+        self.act_eid = eid
+        heapq.heappush(self._queue, (self.env._now + delay, NORMAL, eid, self))
 
     def _set_state(self, new: int) -> None:
-        now = self.env.now
+        now = self.env._now
         old = self.state
         self.acc[old] += now - self.since
         tracer = self.m.tracer
@@ -181,7 +274,7 @@ class CPU:
             return 0
         v = t.vruntime
         if self.seg_active:
-            v += (self.env.now - self.seg_start) * 1024 // t.weight
+            v += (self.env._now - self.seg_start) * 1024 // t.weight
         return v
 
     # ------------------------------------------------------------------ run queue
@@ -191,7 +284,7 @@ class CPU:
         seq = m.seq
         t._rq_seq = seq
         t.cpu = self.index
-        t.wait_since = self.env.now
+        t.wait_since = self.env._now
         if t.prio:
             heapq.heappush(self.rq, (0, -t.prio, seq, t))
         else:
@@ -332,9 +425,14 @@ class CPU:
         if t.remaining > 0:
             self._start_segment(t, t.remaining, t.seg_user)
             return
+        self._run_ops(t)
+
+    def _run_ops(self, t: Task) -> None:
+        # The hottest path of the engine, with _start_segment inlined at the end.
         m = self.m
         handlers = m.handlers
         spins = 0
+        limit = NO_PROGRESS_LIMIT
         while True:
             post = t.post
             if post is not None:
@@ -342,8 +440,9 @@ class CPU:
                 r = post(self, t)
             else:
                 # An op boundary: a preemption point (return to user / cond_resched) and the
-                # place where softirqs raised by the previous op run.
-                if t.preempt_count == 0:
+                # place where softirqs raised by the previous op run. (The usual case, neither
+                # pending, is tested first.)
+                if (self.need_resched or self.softirq_pending) and t.preempt_count == 0:
                     if self.need_resched:
                         self._schedule()
                         return
@@ -356,48 +455,66 @@ class CPU:
                     self._exit(t)
                     return
                 t.retval = None
-                if type(op) is CpuWork:
-                    if op.ns > 0:
-                        self._start_segment(t, op.ns, op.user)
-                        return
+                op_type = type(op)
+                if op_type is CpuWork:
+                    r = op.ns  # type: ignore[attr-defined]
+                    if r > 0:
+                        user = op.user  # type: ignore[attr-defined]
+                        break
                     continue
-                h = handlers.get(type(op))
+                h = handlers.get(op_type)
                 if h is None:
                     raise ScenarioError(
-                        f"task {t.name!r} used op {type(op).__name__}, which no installed mechanism handles; "
+                        f"task {t.name!r} used op {op_type.__name__}, which no installed mechanism handles; "
                         "enable the model that provides it in the scenario's [kernel] section"
                     )
                 r = h(self, t, op)
             if r > 0:
-                self._start_segment(t, r, False)
-                return
+                user = False
+                break
             if r == BLOCKED:
                 t.state = T_BLOCKED
                 self._schedule()
                 return
             spins += 1
-            if spins > NO_PROGRESS_LIMIT:
+            if spins > limit:
                 raise ScenarioError(f"task {t.name!r} makes no progress: {NO_PROGRESS_LIMIT} zero-time ops in a row")
+        # _start_segment(t, r, user)
+        t.remaining = r
+        t.seg_user = user
+        self.softirq_rounds = 0
+        st = USER if user else KERNEL
+        if self.state != st:
+            self._set_state(st)
+        now = self.env._now
+        self.seg_start = now
+        self.seg_active = True
+        self.gen += 1
+        self.action = self._seg_end
+        m.events += 1
+        eid = next(self._eid)
+        self.act_eid = eid
+        heapq.heappush(self._queue, (now + r, NORMAL, eid, self))
 
     def _start_segment(self, t: Task, ns: int, user: bool) -> None:
-        # The hottest path of the engine: inlined _set_state and _after.
         t.remaining = ns
         t.seg_user = user
         self.softirq_rounds = 0
         st = USER if user else KERNEL
         if self.state != st:  # back-to-back segments of one task in one mode form one span
             self._set_state(st)
-        env = self.env
-        self.seg_start = env.now
+        now = self.env._now
+        self.seg_start = now
         self.seg_active = True
         self.gen += 1
-        self.action = self._segment_end
+        self.action = self._seg_end
         self.m.events += 1
-        _Wake(env, ns, self.gen, self._fire)
+        eid = next(self._eid)
+        self.act_eid = eid
+        heapq.heappush(self._queue, (now + ns, NORMAL, eid, self))
 
     def _segment_end(self) -> None:
-        t = self.curr
-        assert t is not None
+        t: Task = self.curr  # type: ignore[assignment]  # a segment runs only with a task on the CPU
         self.seg_active = False
         ns = t.remaining
         t.run_ns += ns
@@ -407,15 +524,16 @@ class CPU:
         if self.irqs or self.softirq_pending or self.need_resched:
             self._dispatch()
         else:
-            self._advance(t)
+            self._run_ops(t)
 
     def _pause(self) -> None:
         t = self.curr
         assert t is not None
         self.seg_active = False
         self.gen += 1
+        self.act_eid = -1
         self.action = None
-        elapsed = self.env.now - self.seg_start
+        elapsed = self.env._now - self.seg_start
         t.remaining -= elapsed
         self._charge(t, elapsed)
 
@@ -445,7 +563,7 @@ class CPU:
         """Pick the next task (__schedule): the previous one goes back to the queue if it is
         still runnable; an empty queue tries to pull work before going idle."""
         m = self.m
-        now = self.env.now
+        now = self.env._now
         self.need_resched = False
         prev = self.curr
         if prev is not None and prev.state == RUNNABLE:
@@ -475,6 +593,10 @@ class CPU:
             self.curr = None
             for hook in m.idle_enter_hooks:
                 hook(self)
+            if self.irqs or self.softirq_pending or self.nr_queued:
+                # an idle-entry hook found work (rcu_prepare_for_idle raising the softirq,
+                # waking a kthread here): the CPU handles it before it really idles
+                self._dispatch()
             return
         self._set_state(SWITCH)
         self.curr = nxt
@@ -523,15 +645,65 @@ class CPU:
         if not self.tick_on:
             self.tick_on = True
             period = self.m.tick_ns
-            self.m._arm_tick(self, (self.env.now // period + 1) * period)
+            self._arm_tick_at((self.env.now // period + 1) * period)
+
+    def _arm_tick_at(self, at: int) -> None:
+        """(Re)arm this CPU's next tick event; an earlier armed one wins, a superseded one is
+        recognised by its generation when it fires."""
+        if self.tick_at is not None and self.env.now < self.tick_at <= at:
+            return
+        self.tick_gen += 1
+        self.tick_at = at
+        self.m.events += 1
+        _Wake(self.env, at - self.env.now, self.tick_gen, self._tick_event)
 
     def _tick_event(self, ev: simpy.Event) -> None:
-        m = self.m
-        if self.state == IDLE and m.kernel.nohz_idle:
-            self.tick_on = False  # NO_HZ idle: the tick stays off until the CPU wakes
+        if ev._value != self.tick_gen:  # noqa: SLF001 - superseded
             return
-        m._arm_tick(self, self.env.now + m.tick_ns)
-        self.raise_irq(m.jit_sched.apply(m.costs.tick), self._tick_fn)
+        m = self.m
+        now = self.env.now
+        self.tick_at = None
+        period = m.tick_ns
+        due = self.jiffy_timers.pop(now // period, None) if self.jiffy_timers else None
+        if self.state == IDLE and m.kernel.nohz_idle and not any(h(self) for h in m.nohz_veto_hooks):
+            # NO_HZ idle: no periodic tick; wake only for the next jiffy timer, if any
+            self.tick_on = False
+            if self.jiffy_timers:
+                self._arm_tick_at(min(self.jiffy_timers) * period)
+            if due is None:
+                return
+        else:
+            self.tick_on = True
+            self._arm_tick_at(now + period)
+        self.raise_irq(m.jit_sched.apply(m.costs.tick), self._tick_fn if due is None else lambda c: self._tick_due(c, due))
+
+    def _tick_due(self, cpu: CPU, due: list[Callable[[CPU], int | None]]) -> int:
+        extra = self._tick_fn(cpu)
+        for fn in due:
+            r = fn(cpu)
+            if r:
+                extra += r
+        return extra
+
+    def cancel_jiffy_timer(self, expires: int, fn: Callable[[CPU], int | None]) -> None:
+        """Delete the timer ``fn`` due at jiffy ``expires`` (del_timer); with no other work an
+        idle CPU then sleeps through that tick."""
+        fns = self.jiffy_timers.get(expires)
+        if fns and fn in fns:
+            fns.remove(fn)
+            if not fns:
+                del self.jiffy_timers[expires]
+
+    def add_jiffy_timer(self, expires: int, fn: Callable[[CPU], int | None]) -> None:
+        """A timer-wheel timer on this CPU that fires at the tick of jiffy ``expires``
+        (schedule_timeout and friends): ``fn(cpu)`` runs in that tick's interrupt. An idle
+        CPU with its tick stopped is woken for it, as NO_HZ programs the next timer event."""
+        period = self.m.tick_ns
+        now_j = self.env.now // period
+        if expires <= now_j:
+            expires = now_j + 1
+        self.jiffy_timers.setdefault(expires, []).append(fn)
+        self._arm_tick_at(expires * period)
 
     def _tick_fn(self, cpu: CPU) -> int:
         m = self.m
@@ -578,6 +750,10 @@ class Machine:
         streams: Streams,
         tracer: Tracer | None = None,
     ) -> None:
+        if not isinstance(env, Env):
+            raise TypeError(
+                "a Machine needs a sim.machine.Env (its timed actions are Env heap entries), not a plain simpy.Environment"
+            )
         self.env = env
         self.config = config
         self.kernel = kernel
@@ -590,6 +766,7 @@ class Machine:
         self.live = 0
         self.tasks: list[Task] = []
         self.preempt_full = kernel.preempt == "full"
+        self.wake_affine_waker = kernel.wake_affine == "waker"
         self.tick_ns = max(1, 1_000_000_000 // kernel.hz)
         # periodic load_balance of a CPU-level domain: every sd_weight ms (balance_interval)
         self.balance_ticks = max(1, config.cpus * kernel.hz // 1000)
@@ -597,6 +774,7 @@ class Machine:
         self.sched_latency = kernel.sched_latency * factor
         self.sched_min_granularity = kernel.sched_min_granularity * factor
         self.sched_wakeup_granularity = kernel.sched_wakeup_granularity * factor
+        self.sleeper_credit = self.sched_latency // 2 if kernel.gentle_fair_sleepers else self.sched_latency
         self.jit_sched = streams.jitter("sched", costs.jitter_cv)
         # wakeup-to-run latency of every task switch-in (the "scheduling latency")
         self.wake_latency = LogHistogram()
@@ -607,6 +785,8 @@ class Machine:
         self.switch_hooks: list[Callable[[CPU, Task | None, Task | None], None]] = []
         self.idle_enter_hooks: list[Callable[[CPU], None]] = []
         self.idle_exit_hooks: list[Callable[[CPU], None]] = []
+        # any hook returning True keeps the tick of an idle CPU running (rcu_needs_cpu & co.)
+        self.nohz_veto_hooks: list[Callable[[CPU], bool]] = []
         self.exit_hooks: list[Callable[[CPU, Task], None]] = []
         self.idle_exit_latency: Callable[[CPU], int] = self._default_idle_exit
         self._jit_idle = streams.jitter("idle", costs.jitter_cv)
@@ -665,7 +845,10 @@ class Machine:
     def interrupt(self, cpu: CPU, cost: int, fn: IrqFn | None = None, delay: int = 0) -> None:
         """Deliver an interrupt to ``cpu`` after ``delay``: ``fn(cpu)`` runs at its arrival and
         the CPU spends ``cost`` (+ what fn returns) in hard-irq context."""
-        self.call_at(delay, cpu.raise_irq, cost, fn)
+        if delay < 0:
+            raise ValueError(f"delay must be >= 0, got {delay}")
+        self.events += 1
+        heapq.heappush(cpu._queue, (self.env._now + delay, NORMAL, next(cpu._eid), _Irq(cpu, cost, fn)))
 
     def send_ipi(self, src: CPU | None, dst: CPU, fn: IrqFn | None = None, name: str = "ipi") -> None:
         """An inter-processor interrupt from ``src`` to ``dst`` (arrives after ipi_latency)."""
@@ -676,8 +859,7 @@ class Machine:
         self.interrupt(dst, self.jit_sched.apply(self.costs.ipi_handler), fn, self.jit_sched.apply(self.costs.ipi_latency))
 
     def _arm_tick(self, cpu: CPU, at: int) -> None:
-        self.events += 1
-        _Wake(self.env, at - self.env.now, 0, cpu._tick_event)
+        cpu._arm_tick_at(at)
 
     def _default_idle_exit(self, cpu: CPU) -> int:
         return self._jit_idle.apply(self.costs.idle_exit)
@@ -727,23 +909,32 @@ class Machine:
             tmin = target.update_min_vruntime()
             if old is not target:
                 t.vruntime += tmin - old.update_min_vruntime()
-            floor = tmin - self.sched_latency // 2  # place_entity, GENTLE_FAIR_SLEEPERS
+            floor = tmin - self.sleeper_credit  # place_entity (GENTLE_FAIR_SLEEPERS: half the latency)
             if t.vruntime < floor:
                 t.vruntime = floor
         target._enqueue(t)
         tracer = self.tracer
         if tracer is not None:
             tracer.instant(target.tid, f"wakeup {t.name}", self.env.now)
-        self._check_preempt(target, t, waker)
-        return self.jit_sched.apply(self.costs.wakeup) if waker is not None else 0
+        sent = self._check_preempt(target, t, waker)
+        if waker is None:
+            return 0
+        cost = self.jit_sched.apply(self.costs.wakeup)
+        if sent:
+            cost += self.jit_sched.apply(self.costs.ipi_send)  # the waker sends the IPI
+        return cost
 
-    def _check_preempt(self, target: CPU, t: Task, waker: CPU | None) -> None:
+    def _check_preempt(self, target: CPU, t: Task, waker: CPU | None) -> bool:
+        """Wakeup preemption (check_preempt_curr); True when an IPI was sent to ``target``."""
         curr = target.curr
         if curr is None:
+            if target is waker:
+                return False  # the waker's own CPU picks it up when it next schedules
             if target.state == IDLE and not target.kick_pending:
                 target.kick_pending = True
                 self.send_ipi(waker, target, self._kick_done, name="wake ipi")
-            return
+                return True
+            return False
         if t.prio > curr.prio:
             preempt = True
         elif t.prio < curr.prio or t.prio:
@@ -755,6 +946,8 @@ class Machine:
             if target is not waker and not target.resched_pending:
                 target.resched_pending = True
                 self.send_ipi(waker, target, self._resched_done, name="resched ipi")
+                return True
+        return False
 
     @staticmethod
     def _kick_done(cpu: CPU) -> int:
@@ -806,6 +999,8 @@ class Machine:
                 if cp < t.prio and cp < best_prio:
                     best, best_prio = c, cp
             return best
+        if self.wake_affine_waker and waker is not None and t.allowed(waker.index) and waker.nr_running <= prev.nr_running:
+            prev = waker  # 3.x wake_affine: pull the wakee to the (no busier) waking CPU
         if prev.idle:
             return prev
         for k in range(1, n):
@@ -818,10 +1013,13 @@ class Machine:
         return prev
 
     def _newidle_pull(self, cpu: CPU) -> Task | None:
-        """newidle balance: an idle CPU takes a waiting task from the busiest run queue."""
+        """newidle balance: an idle CPU takes a waiting task from the busiest run queue,
+        never the only task of a run queue (detach_tasks() in kernel/sched/fair.c stops at
+        ``src_rq->nr_running <= 1`` when balancing from idle): a task woken onto an idle CPU
+        that is still leaving its idle state stays there."""
         busiest = None
         for c in self.cpus:
-            if c is cpu or c.nr_queued == 0:
+            if c is cpu or c.nr_queued == 0 or c.nr_running <= 1:
                 continue
             if busiest is None or c.nr_queued > busiest.nr_queued:
                 busiest = c
@@ -924,6 +1122,21 @@ class Machine:
         cpu._pause()
         t.remaining = 0
         cpu._dispatch()
+
+    def end_segment(self, t: Task) -> None:
+        """End the CPU time ``t`` is spending now, at once: if a CPU is running that segment,
+        ``t``'s ``post`` continuation runs now; if the segment is paused (an interrupt, a
+        context switch, or ``t`` was preempted), its rest is dropped and the continuation runs
+        as soon as ``t`` runs again. For busy-wait loops whose owner tracks that ``t`` is still
+        in the loop (unlike :meth:`cut_segment`, nothing is lost to an interrupt that arrives
+        first)."""
+        cpu = self.cpus[t.cpu] if t.cpu >= 0 else None
+        if cpu is not None and cpu.curr is t and cpu.seg_active:
+            cpu._pause()
+            t.remaining = 0
+            cpu._dispatch()
+        else:
+            t.remaining = 0
 
     def set_prio(self, t: Task, prio: int) -> None:
         """Change a task's effective priority (priority inheritance boost or deboost): a

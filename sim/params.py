@@ -14,7 +14,7 @@ from .config import knob
 from .errors import ConfigError
 from .units import MS, US
 
-PROFILE = "dev-machine profile (calibration/profiles/default.json)"
+PROFILE = "default profile"
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,20 @@ class KernelConfig:
         source="kernel/Kconfig.preempt",
     )
     nohz_idle: bool = knob(True, doc="CONFIG_NO_HZ_IDLE: stop the tick on idle CPUs", source="kernel/time/Kconfig")
+    wake_affine: Literal["prev", "waker"] = knob(
+        "prev",
+        doc="where select_task_rq_fair sends a wakeup: 'prev' (4.x+ wake_affine_idle: the wakee's previous CPU "
+        "if it is idle, else an idle CPU near it, else the less loaded of previous and waker CPU) or 'waker' "
+        "(2.6.3x-3.x wake_affine: the waker's CPU when it is no busier than the previous one, else the previous; "
+        "then an idle CPU near the choice)",
+        source="kernel/sched/fair.c select_task_rq_fair, wake_affine",
+    )
+    gentle_fair_sleepers: bool = knob(
+        True,
+        doc="place_entity: a waking sleeper gets at most sched_latency / 2 of vruntime credit (GENTLE_FAIR_SLEEPERS, "
+        "2.6.32+); false gives the whole sched_latency, as 2.6.23-2.6.31 did",
+        source="kernel/sched/features.h GENTLE_FAIR_SLEEPERS; 2.6.24 kernel/sched_fair.c place_entity",
+    )
     sched_latency: int = knob(
         6 * MS, doc="sysctl_sched_latency before CPU scaling", unit="ns", min=100 * US, source="kernel/sched/fair.c"
     )
@@ -74,49 +88,115 @@ class Costs:
     profile can set; jitter_cv spreads them (lognormal, mean 1)."""
 
     context_switch: int = knob(
-        1_500, doc="switching from one task to another on a CPU", unit="ns", min=0, source=f"{PROFILE}: context_switch"
+        655,
+        doc="switching from one task to another on a CPU",
+        unit="ns",
+        min=0,
+        source=f"{PROFILE}: fit of the same-CPU pipe ping-pong (context_switch, pipe_message.same_cpu_pingpong)",
     )
-    wakeup: int = knob(600, doc="try_to_wake_up as paid by the waker", unit="ns", min=0, source=f"{PROFILE}: context_switch")
+    wakeup: int = knob(
+        1_201,
+        doc="try_to_wake_up as paid by the waker",
+        unit="ns",
+        min=0,
+        source=f"{PROFILE}: pipe_costs write_wakes_local_reader - write (medians)",
+    )
     ipi_latency: int = knob(
-        1_500,
+        4_797,
         doc="from sending an IPI to the handler starting on the target",
         unit="ns",
         min=0,
-        source=f"{PROFILE}: cross_cpu_wakeup",
+        source=f"{PROFILE}: irq_cost ipi_round_trip - membarrier_private_expedited no_other_threads - irq_cost ipi (medians)",
+    )
+    ipi_send: int = knob(
+        6_130,
+        doc="sending an IPI, paid by the sending CPU when a wakeup needs one (an APIC ICR write; "
+        "a VM exit in a guest without IPI virtualization)",
+        unit="ns",
+        min=0,
+        source=f"{PROFILE}: pipe_costs write_wakes_remote_reader - write_wakes_local_reader (medians)",
     )
     ipi_handler: int = knob(
-        300, doc="a reschedule / function-call IPI handler", unit="ns", min=0, source=f"{PROFILE}: membarrier_private_expedited"
+        7_621,
+        doc="a reschedule / function-call IPI handler",
+        unit="ns",
+        min=0,
+        source=f"{PROFILE}: irq_cost ipi median (gap in a user-mode spinner)",
     )
     idle_exit: int = knob(
-        20_000, doc="leaving the idle state until the CPU runs code", unit="ns", min=0, source=f"{PROFILE}: cross_cpu_wakeup"
+        11_860,
+        doc="leaving the idle state until the CPU runs code",
+        unit="ns",
+        min=0,
+        source=f"{PROFILE}: fit of the cross-CPU pipe ping-pong (cross_cpu_wakeup, pipe_message.cross_cpu_pingpong)",
     )
     migration: int = knob(
-        2_000, doc="cache refill when a task first runs on another CPU", unit="ns", min=0, source=f"{PROFILE}: cross_cpu_wakeup"
+        2_000,
+        doc="cache refill when a task first runs on another CPU",
+        unit="ns",
+        min=0,
+        source="not measured (no collector item isolates it): estimate",
     )
-    tick: int = knob(1_000, doc="the scheduler tick interrupt handler", unit="ns", min=0, source=f"{PROFILE}: sleep_lateness")
+    tick: int = knob(
+        16_539,
+        doc="the scheduler tick interrupt handler",
+        unit="ns",
+        min=0,
+        source=f"{PROFILE}: irq_cost tick median (gap in a user-mode spinner)",
+    )
     timer_irq: int = knob(
-        1_000, doc="an hrtimer interrupt that wakes a sleeper", unit="ns", min=0, source=f"{PROFILE}: sleep_lateness"
+        13_260,
+        doc="an hrtimer interrupt that wakes a sleeper",
+        unit="ns",
+        min=0,
+        source=f"{PROFILE}: irq_cost hrtimer median (gap in a user-mode spinner)",
     )
-    syscall: int = knob(100, doc="system call entry and exit", unit="ns", min=0, source=f"{PROFILE}: syscall")
-    fork: int = knob(80_000, doc="fork() as paid by the parent", unit="ns", min=0, source=f"{PROFILE}: fork_exec")
+    syscall: int = knob(130, doc="system call entry and exit", unit="ns", min=0, source=f"{PROFILE}: syscall median")
+    fork: int = knob(
+        77_656, doc="fork() as paid by the parent", unit="ns", min=0, source=f"{PROFILE}: fork_exec fork_call median"
+    )
     exec: int = knob(
-        300_000, doc="execve() and process start, paid by the child", unit="ns", min=0, source=f"{PROFILE}: fork_exec"
+        489_327,
+        doc="execve() and process start, paid by the child",
+        unit="ns",
+        min=0,
+        source=f"{PROFILE}: fit of fork_exec fork_exec_wait",
     )
-    exit: int = knob(60_000, doc="process exit and reaping", unit="ns", min=0, source=f"{PROFILE}: fork_exec")
-    pipe_send: int = knob(1_000, doc="writing a 100-byte message to a pipe", unit="ns", min=0, source=f"{PROFILE}: pipe_message")
+    exit: int = knob(
+        86_675, doc="process exit and reaping", unit="ns", min=0, source=f"{PROFILE}: fit of fork_exec fork_exit_wait"
+    )
+    pipe_send: int = knob(
+        163,
+        doc="writing a 100-byte message to a pipe",
+        unit="ns",
+        min=0,
+        source=f"{PROFILE}: fit of pipe_message same_cpu_stream and cross_cpu_stream",
+    )
     pipe_recv: int = knob(
-        1_000, doc="reading a 100-byte message from a pipe", unit="ns", min=0, source=f"{PROFILE}: pipe_message"
+        163,
+        doc="reading a 100-byte message from a pipe",
+        unit="ns",
+        min=0,
+        source=f"{PROFILE}: fit of pipe_message same_cpu_stream and cross_cpu_stream",
     )
     softirq_entry: int = knob(
-        200, doc="entering and leaving softirq processing", unit="ns", min=0, source=f"{PROFILE}: sleep_lateness"
+        200,
+        doc="entering and leaving softirq processing",
+        unit="ns",
+        min=0,
+        source="not measured (no collector item isolates it): estimate",
     )
     balance: int = knob(
-        2_000, doc="one load-balancing pass that moves a task", unit="ns", min=0, source=f"{PROFILE}: cross_cpu_wakeup"
+        2_000,
+        doc="one load-balancing pass that moves a task",
+        unit="ns",
+        min=0,
+        source="not measured (no collector item isolates it): estimate",
     )
     jitter_cv: float = knob(
-        0.1,
+        0.024,
         doc="coefficient of variation applied to every cost",
         min=0.0,
         max=2.0,
-        source=f"{PROFILE}: spread of context_switch samples",
+        source=f"{PROFILE}: CV of the central 90% of single pipe_costs write and read calls",
     )

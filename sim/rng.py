@@ -48,24 +48,28 @@ class Jitter:
     ``sigma^2 = ln(1 + cv^2)`` and ``mu = -sigma^2 / 2`` give mean 1 and the requested cv.
     """
 
-    __slots__ = ("_gen", "_sigma", "_mu", "_buf", "cv")
+    __slots__ = ("_gen", "_sigma", "_mu", "_buf", "_pop", "_off", "cv")
 
     def __init__(self, gen: np.random.Generator, cv: float) -> None:
         if cv < 0:
             raise ValueError("cv must be >= 0")
         self._gen = gen
         self.cv = cv
+        self._off = cv == 0.0
         self._sigma = float(np.sqrt(np.log1p(cv * cv)))
         self._mu = -0.5 * self._sigma * self._sigma
         self._buf: list[float] = []
+        self._pop = self._buf.pop  # bound once: the hot path is one call
 
     def apply(self, ns: int) -> int:
         """``ns`` scaled by the next multiplier, as integer nanoseconds (at least 1 if ns > 0)."""
-        if self.cv == 0.0 or ns <= 0:
+        if self._off or ns <= 0:
             return ns
-        buf = self._buf
-        if not buf:
+        try:
+            v = int(ns * self._pop())
+        except IndexError:  # the block is used up: draw the next one into the same list
+            buf = self._buf
             buf.extend(self._gen.lognormal(self._mu, self._sigma, _BLOCK).tolist())
             buf.reverse()
-        v = int(ns * buf.pop())
+            v = int(ns * self._pop())
         return v if v > 0 else 1

@@ -10,11 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
 # Buckets as in HDR histograms: a value's bit length picks a power-of-two range, its next
 # SUB_BITS bits pick one of 2**SUB_BITS linear sub-buckets in it (at most 1/64 = 1.6% wide).
 # Integer operations only, so adding a sample is cheap and exact to reproduce.
 SUB_BITS = 6
 _SUB = 1 << SUB_BITS
+_EXACT_FLOAT = 1 << 53  # below this an int64 converts to float64 exactly
 
 
 def _bucket(v: int) -> int:
@@ -34,44 +37,99 @@ def _bucket_value(b: int) -> float:
 
 class LogHistogram:
     """Counts of non-negative values in log-linear buckets (<= 1.6% wide); exact count, sum,
-    min and max."""
+    min and max.
 
-    __slots__ = ("counts", "n", "total", "lo", "hi")
+    :meth:`add` only appends to a short buffer; the buffer is binned in one vectorised pass
+    when it is full or when anything reads the histogram (the attributes ``counts``, ``n``,
+    ``total``, ``lo``, ``hi`` and every method), so the figures are exactly those of binning
+    each value as it comes, at a fraction of the cost per value.
+    """
+
+    __slots__ = ("_counts", "_n", "_total", "_lo", "_hi", "_pending")
+
+    _FLUSH = 4096
 
     def __init__(self) -> None:
-        self.counts: dict[int, int] = {}
-        self.n = 0
-        self.total = 0
-        self.lo: float = math.inf
-        self.hi: float = -math.inf
+        self._counts: dict[int, int] = {}
+        self._n = 0
+        self._total = 0
+        self._lo: float = math.inf
+        self._hi: float = -math.inf
+        self._pending: list[int] = []
 
     def add(self, v: int) -> None:
-        v = int(v)
-        if v < _SUB:
-            b = v if v > 0 else 0
-        else:
-            e = v.bit_length() - SUB_BITS - 1
-            b = ((e + 1) << SUB_BITS) | ((v >> e) & (_SUB - 1))
-        c = self.counts
-        c[b] = c.get(b, 0) + 1
-        self.n += 1
-        self.total += v
-        if v < self.lo:
-            self.lo = v
-        if v > self.hi:
-            self.hi = v
+        if v.__class__ is not int:
+            v = int(v)
+        p = self._pending
+        p.append(v)
+        if len(p) >= self._FLUSH:
+            self._flush()
+
+    def _flush(self) -> None:
+        p = self._pending
+        if not p:
+            return
+        self._pending = []
+        lo, hi = min(p), max(p)
+        self._n += len(p)
+        self._total += sum(p)
+        if lo < self._lo:
+            self._lo = lo
+        if hi > self._hi:
+            self._hi = hi
+        c = self._counts
+        if lo < 0 or hi >= _EXACT_FLOAT:
+            for v in p:
+                b = _bucket(v)
+                c[b] = c.get(b, 0) + 1
+            return
+        a = np.array(p, dtype=np.int64)
+        # bit_length(v) is frexp's exponent: exact because v < 2**53 converts to float exactly
+        e = np.frexp(a.astype(np.float64))[1].astype(np.int64) - (SUB_BITS + 1)
+        big = a >= _SUB
+        shift = np.where(big, e, 0)
+        bins = np.where(big, ((e + 1) << SUB_BITS) | ((a >> shift) & (_SUB - 1)), a)
+        keys, counts = np.unique(bins, return_counts=True)
+        for k, n in zip(keys.tolist(), counts.tolist(), strict=True):
+            c[k] = c.get(k, 0) + n
+
+    @property
+    def counts(self) -> dict[int, int]:
+        self._flush()
+        return self._counts
+
+    @property
+    def n(self) -> int:
+        self._flush()
+        return self._n
+
+    @property
+    def total(self) -> int:
+        self._flush()
+        return self._total
+
+    @property
+    def lo(self) -> float:
+        self._flush()
+        return self._lo
+
+    @property
+    def hi(self) -> float:
+        self._flush()
+        return self._hi
 
     def extend(self, values: Iterable[float]) -> None:
         for v in values:
             self.add(int(v))
 
     def merge(self, other: LogHistogram) -> None:
+        self._flush()
         for b, k in other.counts.items():
-            self.counts[b] = self.counts.get(b, 0) + k
-        self.n += other.n
-        self.total += other.total
-        self.lo = min(self.lo, other.lo)
-        self.hi = max(self.hi, other.hi)
+            self._counts[b] = self._counts.get(b, 0) + k
+        self._n += other.n
+        self._total += other.total
+        self._lo = min(self._lo, other.lo)
+        self._hi = max(self._hi, other.hi)
 
     @property
     def mean(self) -> float:

@@ -1,0 +1,308 @@
+"""The "fake router" script of the netns-2014 seed, as processes running kernel primitives.
+
+The seed's loop, per router: ``j=`uuidgen```, ``ip netns add bar-$j``, ``ip netns exec bar-$j
+ip link set lo up``, ``ip netns exec bar-$j sysctl -w net.ipv4.ip_forward=1``,
+``k=`echo $j | cut -b -11```, and two ``ip link add ... type veth peer name ... netns bar-$j``;
+every 250 routers it prints the time, and the rate is 250 over the interval. ``steps`` selects
+the variants the seed measured: ``add`` (only ``ip netns add``), ``add+exec`` (plus one
+``ip netns exec``) or ``full``.
+
+What each command does in the kernel comes from reading v3.13 (docs/kernel/rcu-nocb-netns.md
+§5, with file citations): which exits wait for a grace period and how the work grows with the
+number N of namespaces already created (each adds a bind mount under /var/run/netns):
+
+* ``ip netns add``: ``mount(/var/run/netns, MS_SHARED|MS_REC)`` walks the N+1 mounts below it;
+  ``unshare(CLONE_NEWNET)`` runs ``setup_net`` (collector item netns_create); the bind mount;
+  at exit ``exit_task_namespaces`` frees the private nsproxy after ``synchronize_rcu()``
+  (kernel/nsproxy.c, until 3.15 removed the wait: 728dba3a39c6).
+* ``ip netns exec``: ``setns`` then ``unshare(CLONE_NEWNS)``, which copies all M = M0 + N + 1
+  mounts (fs/namespace.c ``copy_tree``) and drops the setns nsproxy after ``synchronize_rcu()``;
+  ``mount("/", MS_SLAVE|MS_REC)`` walks the M mounts; ``umount2("/sys", MNT_DETACH)`` goes
+  through ``namespace_unlock()``, which waits for a GP (3.13+) and frees each of the S sysfs
+  mounts by ``call_rcu``; then the command runs and exits: nsproxy wait (until 3.15), the last
+  reference to the mount namespace unmounts all M mounts (``namespace_unlock``: one more GP wait,
+  3.13+) and queues one ``delayed_free`` callback per mount.
+* ``ip link add``: under rtnl, two ``register_netdevice`` calls whose uevents walk one netlink
+  socket per namespace (lib/kobject_uevent.c): cost grows with N; no RCU wait.
+* Every process queues the callbacks of its life: ``put_cred_rcu`` at exec, file frees at
+  exit, and at reaping ``delayed_put_task_struct``, ``delayed_put_pid`` and the credentials'
+  (kernel/exit.c, kernel/cred.c, fs/file_table.c).
+
+``paths`` picks the kernel era of these paths: ``v3.8`` (nsproxy waits only), ``v3.13`` (the
+seed's kernels: nsproxy and namespace_unlock waits, 9 per full router) or ``v3.15`` (only the
+namespace_unlock waits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from models.rcu.ops import CallRcu, SynchronizeRcu
+from sim.config import knob
+from sim.machine import CPU, Machine
+from sim.ops import Call, CpuWork, Spawn, Syscall
+from sim.task import Task
+from sim.units import US, S
+
+
+@dataclass(frozen=True)
+class NetnsConfig:
+    routers: int = knob(4000, doc="fake routers to create", min=1, max=1_000_000, source="seed 000: 4000")
+    report_every: int = knob(
+        250, doc="routers per rate report (the script prints the time every 250)", min=1, max=1_000_000, source="seed 000"
+    )
+    steps: Literal["add", "add+exec", "full"] = knob(
+        "full",
+        doc="which lines of the script run per router: 'add' (ip netns add only), 'add+exec' (plus one ip netns exec), 'full'",
+        source="seed 000",
+    )
+    paths: Literal["v3.8", "v3.13", "v3.15"] = knob(
+        "v3.13",
+        doc="kernel era of the namespace paths (which exits wait for a grace period)",
+        source="docs/kernel/rcu-nocb-netns.md §5.2",
+    )
+    base_mounts: int = knob(
+        30,
+        doc="M0: mounts of the initial mount namespace before any netns",
+        min=1,
+        max=100_000,
+        source="estimate for an Ubuntu 14.04 host (/proc/self/mountinfo)",
+    )
+    sysfs_mounts: int = knob(
+        6,
+        doc="S: sysfs and the mounts below /sys (cgroup hierarchies, debugfs, securityfs, fusectl, pstore)",
+        min=1,
+        max=1000,
+        source="estimate for an Ubuntu 14.04 host",
+    )
+    mount_cost: int = knob(
+        2 * US,
+        doc="kernel time per mount per mount-table pass (copy_tree, propagation walk, umount, delayed_free with its percpu map scan)",
+        unit="ns",
+        min=0,
+        source="fitted: calibration/fits/netns-2014.toml (anchor: 4-CPU nocbno add+exec rate)",
+    )
+    setup_net: int = knob(
+        170 * US,
+        doc="unshare(CLONE_NEWNET): setup_net and every pernet init",
+        unit="ns",
+        min=0,
+        source="dev-machine profile: netns_create minus fork_exit_baseline",
+    )
+    uevent_per_netns: int = knob(
+        50,
+        doc="one uevent's broadcast, per namespace's uevent socket",
+        unit="ns",
+        min=0,
+        source="estimate (a netlink filter check per socket)",
+    )
+    uevents_per_link: int = knob(
+        4,
+        doc="uevents per 'ip link add' (two devices, add and queue events)",
+        min=0,
+        max=100,
+        source="docs/kernel/rcu-nocb-netns.md §5.1 [U]",
+    )
+    register_netdev: int = knob(
+        60 * US,
+        doc="one register_netdevice with its notifiers (sysfs, sysctl, proc, IPv4/IPv6 setup)",
+        unit="ns",
+        min=0,
+        source="estimate",
+    )
+    tool_work: int = knob(
+        50 * US,
+        doc="user-mode work of one small tool run (ip parsing and netlink, sysctl, cut, uuidgen)",
+        unit="ns",
+        min=0,
+        source="estimate",
+    )
+    callbacks_at_exec: int = knob(
+        1, doc="call_rcu per exec (put_cred_rcu of the old credentials)", min=0, max=1000, source="kernel/cred.c commit_creds"
+    )
+    callbacks_at_exit: int = knob(
+        2, doc="call_rcu per process exit (files it opened: file_free_rcu)", min=0, max=1000, source="fs/file_table.c (3.13)"
+    )
+    callbacks_at_reap: int = knob(
+        4,
+        doc="call_rcu when the parent reaps a child (task_struct, pid, two credential puts)",
+        min=0,
+        max=1000,
+        source="kernel/exit.c release_task, kernel/pid.c, kernel/cred.c",
+    )
+
+
+class FakeRouters:
+    """One run of the fake-router loop, driven by a shell task."""
+
+    def __init__(self, m: Machine, cfg: NetnsConfig) -> None:
+        self.m = m
+        self.cfg = cfg
+        self.created = 0
+        self.marks: list[tuple[int, int]] = []  # (routers created, time ns)
+        self.start_ns = 0
+        self.end_ns = -1
+        self.syncs_by_step: dict[str, int] = {}
+        paths = cfg.paths
+        self.wait_nsproxy = paths in ("v3.8", "v3.13")
+        self.wait_unlock = paths in ("v3.13", "v3.15")
+        self.sync = SynchronizeRcu()
+        self.cb_exec = CallRcu(count=cfg.callbacks_at_exec) if cfg.callbacks_at_exec else None
+        self.cb_exit = CallRcu(count=cfg.callbacks_at_exit) if cfg.callbacks_at_exit else None
+        self.cb_reap = CallRcu(count=cfg.callbacks_at_reap) if cfg.callbacks_at_reap else None
+        self.tool = CpuWork(cfg.tool_work) if cfg.tool_work else None
+        m.spawn(self._shell, "bash")
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def mounts(self) -> int:
+        """M: mounts in the initial mount namespace (one bind mount per netns)."""
+        return self.cfg.base_mounts + self.created
+
+    def _run(self, body: Any, name: str):  # type: ignore[no-untyped-def]
+        """fork+exec+wait a program, then reap it (release_task's callbacks)."""
+        yield Spawn(body, name, wait=True)
+        if self.cb_reap is not None:
+            yield self.cb_reap
+
+    def _program(self, body: Any):  # type: ignore[no-untyped-def]
+        """A program: exec's callbacks, its work, its exit's callbacks."""
+
+        def script(task: Task):  # type: ignore[no-untyped-def]
+            if self.cb_exec is not None:
+                yield self.cb_exec
+            if self.tool is not None:
+                yield self.tool
+            yield from body(task)
+            if self.cb_exit is not None:
+                yield self.cb_exit
+
+        return script
+
+    def _nothing(self, task: Task):  # type: ignore[no-untyped-def]
+        return
+        yield
+
+    # ------------------------------------------------------------------ the commands
+    def _ip_netns_add(self, task: Task):  # type: ignore[no-untyped-def]
+        cfg = self.cfg
+        # mount --make-rshared /var/run/netns: do_change_type over the N+1 mounts below it
+        yield Syscall(cfg.mount_cost * (self.created + 1))
+        # unshare(CLONE_NEWNET): setup_net under net_mutex
+        yield Syscall(cfg.setup_net)
+        # bind mount of /proc/self/ns/net: attach and propagate one mount
+        yield Syscall(cfg.mount_cost)
+        self.created += 1
+        # exit_task_namespaces: the private nsproxy dies after synchronize_rcu()
+        if self.wait_nsproxy:
+            yield self.sync
+
+    def _ip_netns_exec(self, task: Task):  # type: ignore[no-untyped-def]
+        cfg = self.cfg
+        m_count = self.mounts
+        # setns(CLONE_NEWNET); unshare(CLONE_NEWNS): copy_tree of every mount
+        yield Syscall(cfg.mount_cost * m_count)
+        if self.wait_nsproxy:
+            yield self.sync  # the setns nsproxy dies (switch_task_namespaces)
+        # mount("/", MS_SLAVE|MS_REC): do_change_type over every mount
+        yield Syscall(cfg.mount_cost * m_count)
+        # umount2("/sys", MNT_DETACH): umount_tree, namespace_unlock -> GP wait, S call_rcu
+        yield Syscall(cfg.mount_cost * cfg.sysfs_mounts)
+        if self.wait_unlock:
+            yield self.sync
+        yield CallRcu(cost=cfg.mount_cost, count=cfg.sysfs_mounts)
+        # mount sysfs, then execvp the command (a second exec) which does its small job
+        yield Syscall(cfg.mount_cost)
+        yield CpuWork(self.m.costs.exec, user=False)
+        if self.cb_exec is not None:
+            yield self.cb_exec
+        if self.tool is not None:
+            yield self.tool
+        # exit: the nsproxy dies, the last mount-namespace reference unmounts all M mounts
+        if self.wait_nsproxy:
+            yield self.sync
+        yield Syscall(cfg.mount_cost * m_count)
+        if self.wait_unlock:
+            yield self.sync
+        yield CallRcu(cost=cfg.mount_cost, count=m_count)
+
+    def _ip_link_add(self, task: Task):  # type: ignore[no-untyped-def]
+        cfg = self.cfg
+        # rtnl: two register_netdevice, each uevent walking every namespace's uevent socket
+        yield Syscall(2 * cfg.register_netdev + cfg.uevents_per_link * cfg.uevent_per_netns * (self.created + 1))
+
+    def _subshell_cut(self, task: Task):  # type: ignore[no-untyped-def]
+        # k=`echo $j | cut -b -11`: a subshell forks cut
+        yield from self._run(self._program(self._nothing), "cut")
+
+    # ------------------------------------------------------------------ the loop
+    def _mark(self, cpu: CPU, t: Task) -> int:
+        self.marks.append((self.created, self.m.now))
+        return 0
+
+    def _shell(self, task: Task):  # type: ignore[no-untyped-def]
+        cfg = self.cfg
+        add = self._program(self._ip_netns_add)
+        exe = self._program(self._ip_netns_exec)
+        link = self._program(self._ip_link_add)
+        uuid = self._program(self._nothing)
+        cut_sub = self._subshell_cut
+        mark = Call(self._mark)
+        self.start_ns = self.m.now
+        yield mark
+        for i in range(1, cfg.routers + 1):
+            if cfg.steps == "full":
+                yield from self._run(uuid, "uuidgen")
+            yield from self._run(add, "ip")
+            if cfg.steps in ("add+exec", "full"):
+                yield from self._run(exe, "ip")
+            if cfg.steps == "full":
+                yield from self._run(exe, "ip")
+                yield from self._run(cut_sub, "bash")
+                yield from self._run(link, "ip")
+                yield from self._run(link, "ip")
+            if i % cfg.report_every == 0:
+                yield mark
+        self.end_ns = self.m.now
+        self.m.done.succeed()
+
+    # ------------------------------------------------------------------ results
+    def progress(self) -> float:
+        return self.created / self.cfg.routers
+
+    def rates(self) -> list[tuple[int, float]]:
+        """(routers created at the mark, routers/s over the interval that ended there)."""
+        out = []
+        for (n0, t0), (n1, t1) in zip(self.marks, self.marks[1:], strict=False):
+            if t1 > t0:
+                out.append((n1, (n1 - n0) / ((t1 - t0) / S)))
+        return out
+
+    def rate_at(self, mark: int) -> float:
+        for n, r in self.rates():
+            if n == mark:
+                return r
+        return float("nan")
+
+    def metrics(self) -> dict[str, float]:
+        t = (self.end_ns - self.start_ns) / S if self.end_ns >= 0 else float("nan")
+        out = {
+            "routers": float(self.created),
+            "time_s": t,
+            "routers_per_s": self.created / t if t and t == t else float("nan"),
+        }
+        for n, r in self.rates()[:4]:
+            out[f"rate_at_{n}"] = r
+        return out
+
+    def series(self) -> dict[str, Any]:
+        return {"rate": [{"routers": n, "per_s": r} for n, r in self.rates()]}
+
+
+def build(m: Machine, cfg: NetnsConfig) -> FakeRouters:
+    if "rcu" not in getattr(m, "models", {}):
+        from sim.errors import ScenarioError
+
+        raise ScenarioError("the netns workload needs the RCU mechanism ([kernel.rcu])")
+    return FakeRouters(m, cfg)

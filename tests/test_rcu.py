@@ -1,0 +1,189 @@
+"""Tree RCU: hand-checkable behaviours, knobs, and the netns story's shape and contract."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from models.rcu import CallRcu, Rcu, RcuBarrier, RcuConfig, SynchronizeRcu, SynchronizeRcuExpedited
+from sim import scenario as sc
+from sim.errors import ConfigError
+from sim.machine import Env, Machine
+from sim.ops import cpu
+from sim.params import Costs, KernelConfig, MachineConfig
+from sim.rng import Streams
+from sim.units import MS, US
+
+
+def machine(ncpu=2, hz=1000, **rcu):
+    env = Env()
+    m = Machine(env, MachineConfig(cpus=ncpu), KernelConfig(hz=hz), Costs(jitter_cv=0.0), Streams(1))
+    r = Rcu(m, RcuConfig(**rcu))
+    r.record = True
+    return m, r
+
+
+def run_script(m, ops_list, until=2_000 * MS):
+    times = []
+
+    def s(task):
+        for op in ops_list:
+            t0 = m.now
+            yield op
+            times.append(m.now - t0)
+        m.done.succeed()
+
+    m.spawn(s, "caller", affinity=(0,))
+    m.env.run(until=m.env.any_of([m.done, m.env.timeout(until)]))
+    return times
+
+
+def test_fqs_defaults_follow_hz():
+    # rcu_init_geometry: 1 + (HZ > 250) + (HZ > 500) + nr_cpu_ids / 256
+    assert RcuConfig().fqs_jiffies(250, 4) == (1, 1)
+    assert RcuConfig().fqs_jiffies(1000, 4) == (3, 3)
+    assert RcuConfig().fqs_jiffies(100, 300) == (2, 2)
+    assert RcuConfig(jiffies_till_first_fqs=5).fqs_jiffies(1000, 4) == (5, 3)
+
+
+def test_gp_stride_default_matches_kernel_table():
+    # nr_cpu_ids / int_sqrt(nr_cpu_ids) (kernel/rcu/tree_nocb.h)
+    assert [RcuConfig().gp_stride(n) for n in (1, 2, 3, 4, 8, 9, 16, 32, 64)] == [1, 2, 3, 2, 4, 3, 4, 6, 8]
+
+
+def test_one_cpu_synchronize_returns_at_once():
+    m, r = machine(ncpu=1)
+    (t,) = run_script(m, [SynchronizeRcu()])
+    assert t < 10 * US and r.gps == 0
+
+
+def test_preemptible_rcu_has_no_one_cpu_shortcut():
+    m, r = machine(ncpu=1, preemptible=True)
+    (t,) = run_script(m, [SynchronizeRcu()])
+    assert t > 1 * MS and r.gps == 1
+
+
+def test_synchronize_waits_a_full_gp_ending_on_a_tick():
+    m, r = machine(ncpu=2, hz=1000)
+    times = run_script(m, [cpu(100 * US), SynchronizeRcu()])
+    assert r.gps >= 1
+    (_, start, end) = r.log_gp[0]
+    # the GP kthread sleeps jiffies_till_first_fqs (3 at HZ=1000) on the timer wheel
+    assert end - start >= 2 * MS
+    assert times[1] >= end - start
+    assert times[1] < 10 * MS
+
+
+def test_expedited_is_fast_and_needs_no_normal_gp():
+    m, r = machine(ncpu=4, hz=250)
+    times = run_script(m, [cpu(100 * US), SynchronizeRcuExpedited()])
+    assert times[1] < 200 * US
+    assert r.exp_gps == 1 and r.gps == 0
+
+
+def test_rcu_expedited_knob_and_rcu_normal_wins():
+    m, r = machine(ncpu=4, hz=250, rcu_expedited=True)
+    run_script(m, [SynchronizeRcu()])
+    assert r.exp_gps == 1 and r.gps == 0
+    m, r = machine(ncpu=4, hz=250, rcu_expedited=True, rcu_normal=True)
+    run_script(m, [SynchronizeRcuExpedited()])
+    assert r.exp_gps == 0 and r.gps >= 1
+
+
+def test_v313_expedited_runs_a_stopper_on_every_cpu():
+    m, r = machine(ncpu=3, hz=250, era="v3.13")
+    run_script(m, [SynchronizeRcuExpedited(), SynchronizeRcuExpedited()])
+    stoppers = [t for t in m.tasks if t.name.startswith("migration/")]
+    assert len(stoppers) == 3 and all(t.prio == 99 for t in stoppers)
+    assert r.exp_gps == 2
+
+
+@pytest.mark.parametrize("era", ["v3.13", "v6"])
+def test_offloaded_callbacks_run_in_kthreads(era):
+    m, r = machine(ncpu=4, hz=250, era=era, nocb="all")
+    run_script(m, [CallRcu(count=40), SynchronizeRcu(), RcuBarrier()])
+    assert r.cbs_invoked == r.cbs_queued > 40
+    assert r.cbs_invoked_softirq == 0
+    names = {t.name for t in m.tasks if t.kthread}
+    if era == "v3.13":
+        assert {f"rcuos/{i}" for i in range(4)} <= names
+    else:
+        assert {"rcuog/0", "rcuog/2"} <= names and {f"rcuoc/{i}" for i in range(4)} <= names
+
+
+def test_nocb_list_offloads_only_those_cpus():
+    m, r = machine(ncpu=4, hz=250, nocb=(1, 3))
+    assert r.offloaded == (1, 3)
+    with pytest.raises(ConfigError, match="nocb"):
+        RcuConfig(nocb=(7,)).offloaded(4)
+
+
+def test_softirq_batches_respect_blimit():
+    m, r = machine(ncpu=2, hz=1000, blimit=10)
+    run_script(m, [CallRcu(count=95), SynchronizeRcu()])
+    m.env.run(until=m.env.timeout(50 * MS))
+    assert r.cbs_invoked == 96
+    assert r.cbs_invoked_softirq == 96
+
+
+def test_bad_rcu_knobs_name_the_field():
+    cat = __import__("models").catalog()
+    for key, value, words in [
+        ("kernel.rcu.nocb", "some", "kernel.rcu.nocb"),
+        ("kernel.rcu.era", "v5", "kernel.rcu.era"),
+        ("kernel.rcu.blimit", 0, "kernel.rcu.blimit"),
+        ("kernel.rcu.qlowmark", 20000, "kernel.rcu.qlowmark"),
+    ]:
+        with pytest.raises(ConfigError, match=words):
+            sc.validate(sc.load("scenarios/netns-2014.toml", {key: value}), cat)
+
+
+# ---------------------------------------------------------------------------- netns story
+def netns_rate(cpus, nocb, steps, paths="v3.13", seeds=2):
+    from calibration.stories import netns_2014 as story
+
+    return story.rate(story.scenario(cpus, nocb, steps, paths=paths), seeds)
+
+
+def test_netns_one_cpu_beats_four_and_does_not_regress():
+    for steps in ("add", "add+exec"):
+        r1n, r1a = netns_rate(1, "none", steps), netns_rate(1, "all", steps)
+        r4n, r4a = netns_rate(4, "none", steps), netns_rate(4, "all", steps)
+        assert abs(r1a / r1n - 1) < 0.1  # no regression on 1 CPU
+        assert r1n > r4n and r1a > r4a  # one CPU beats four
+        assert r4a < 0.5 * r4n  # NOCB_ALL hurts on four CPUs (bisect-era RCU, v3.9)
+
+
+def test_netns_later_paths_wait_less():
+    from calibration.stories import netns_2014 as story
+
+    cat = __import__("models").catalog()
+    gps = {}
+    for paths in ("v3.8", "v3.13", "v3.15"):
+        res = sc.run(story.scenario(4, "none", "full", paths=paths, era="v3.13", routers=20), cat)
+        gps[paths] = res.metrics["rcu.synchronize_calls"]
+    # 5, 9 and 4 synchronize_rcu() per router (docs/kernel/rcu-nocb-netns.md §5.2)
+    assert gps == {"v3.8": 100.0, "v3.13": 180.0, "v3.15": 80.0}
+
+
+@pytest.mark.slow
+def test_netns_story_contract():
+    from calibration.stories import get
+    from calibration.validation import StoryOptions
+
+    rows = get("netns-2014").rows(StoryOptions(seeds=1))
+    assert {r.role for r in rows} == {"fitted", "predicted"}
+    fitted = [r for r in rows if r.role == "fitted"]
+    assert len(fitted) == 1 and abs(fitted[0].rel_error) < 0.15
+    for r in rows:
+        assert math.isfinite(r.simulated) and r.source.startswith("000_")
+        assert (r.target is None) == (r.role == "fitted")
+    by = {(r.metric, r.config): r for r in rows}
+    # what the model achieves today; README lists the misses
+    assert by[("nocball/nocbno rate, ip netns add", "4 CPU")].ok
+    assert by[("nocball/nocbno rate, ip netns add", "1 CPU")].ok
+    assert by[("nocball/nocbno rate, add + 1 exec", "1 CPU")].ok
+    assert by[("4-CPU nocball / 1-CPU rate, full script", "3.15 paths")].ok
+    exec_ratio = by[("nocball/nocbno rate, add + 1 exec", "4 CPU")]
+    assert exec_ratio.simulated < 0.9  # the exec regression appears, deeper than published
