@@ -187,3 +187,13 @@ def test_netns_story_contract():
     assert by[("4-CPU nocball / 1-CPU rate, full script", "3.15 paths")].ok
     exec_ratio = by[("nocball/nocbno rate, add + 1 exec", "4 CPU")]
     assert exec_ratio.simulated < 0.9  # the exec regression appears, deeper than published
+
+
+def test_netns_scenario_carries_the_fitted_cost():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    fit = tomllib.loads((root / "calibration/fits/netns-2014.toml").read_text())["fitted"]["mount_cost"]
+    scn = tomllib.loads((root / "scenarios/netns-2014.toml").read_text())
+    assert scn["workload"]["mount_cost"] == fit

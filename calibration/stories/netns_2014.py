@@ -232,6 +232,11 @@ def fit(seeds: int = 3) -> dict[str, Any]:
     }
     FIT_FILE.parent.mkdir(parents=True, exist_ok=True)
     FIT_FILE.write_text(tomli_w.dumps(result))
+    # the bundled scenario carries the fitted value too (a test checks that they agree)
+    import re
+
+    text = SCENARIO.read_text()
+    SCENARIO.write_text(re.sub(r"(?m)^mount_cost = \d+", f"mount_cost = {result['fitted']['mount_cost']}", text))
     return result
 
 
