@@ -7,6 +7,7 @@ import json
 import sys
 
 from sim import scenario as sc
+from sim.config import set_path
 from sim.errors import ConfigError
 from sim.trace import Tracer
 
@@ -27,6 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--set", action="append", metavar="KEY=VALUE", help="override a scenario value, e.g. --set machine.cpus=2 (repeatable)"
     )
     r.add_argument("--seed", type=int, help="seed of the run (overrides scenario.seed)")
+    cal = r.add_mutually_exclusive_group()
+    cal.add_argument("--params", metavar="FILE", help="calibrated parameters (rcusim calibrate) merged into [costs] before --set")
+    cal.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="a measured profile: use the params file calibrated from it (PROFILE-params.toml), or calibrate now",
+    )
     r.add_argument("--trace", metavar="FILE", help="write a Chrome trace-event JSON file (opens in Perfetto)")
     r.add_argument("--json", action="store_true", help="print the result as one JSON object")
     r.add_argument("--no-progress", action="store_true", help="never show a progress bar")
@@ -38,7 +46,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     overrides = parse_sets(args.set or [])
     if args.seed is not None:
         overrides["scenario.seed"] = args.seed
-    data = sc.load(resolve_scenario(args.scenario), overrides)
+    data = sc.load(resolve_scenario(args.scenario))
+    if args.params or args.profile:
+        from calibration.params import apply_params, resolve_params
+
+        params = resolve_params(args.params, args.profile)
+        if params is not None:
+            apply_params(data, params)  # scenario file < params < --set
+    for key, value in overrides.items():
+        set_path(data, key, value)
     scn = sc.validate(data, cat)
     tracer = Tracer() if args.trace else None
     prog = Progress(scn.meta.name, not args.no_progress)

@@ -20,7 +20,7 @@
 #include <sys/types.h>
 
 #define COLLECTOR_NAME "rcusim-collector"
-#define COLLECTOR_VERSION "0.1.0"
+#define COLLECTOR_VERSION "0.2.0"
 #define PROFILE_SCHEMA_VERSION 1
 #define PROFILE_KIND "rcusim-profile"
 
@@ -110,6 +110,10 @@ pid_t tracked_wait(pid_t pid, int *status);
 void tracked_kill_all(void); /* SIGKILL and reap every tracked child; async-signal-safe */
 int tracked_count(void);
 void safety_install(const char *tmp_out_path); /* signal handlers + atexit */
+/* Register an async-signal-safe cleanup run on every exit path (signal, exit()) after the
+ * children are killed; an item calls it itself on its normal path and then removes it. */
+int safety_add_cleanup(void (*fn)(void));
+void safety_remove_cleanup(void (*fn)(void));
 /* Create a thread with the termination signals blocked so the main thread handles them. */
 int spawn_thread(void *(*fn)(void *), void *arg, void *thread_out /* pthread_t* */);
 
@@ -171,6 +175,10 @@ void item_sleep_lateness(item_ctx *);
 void item_netns_create(item_ctx *);
 void item_gp_rcu_expedited(item_ctx *);
 void item_gp_cpu_offline(item_ctx *);
+void item_pipe_costs(item_ctx *);
+void item_irq_cost(item_ctx *);
+void item_messaging(item_ctx *);
+void item_netns_script(item_ctx *);
 
 /* machine facts */
 jv *machine_json(const struct options *opt);

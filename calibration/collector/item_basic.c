@@ -39,7 +39,9 @@ void item_fork_exec(item_ctx *ctx)
 			path = candidates[i];
 	ctx->unit = "ns";
 	item_method(ctx, "Times fork(), execv() of %s in the child and waitpid() in the parent, "
-			 "one at a time; the child also sets PR_SET_PDEATHSIG before exec.",
+			 "one at a time; the child also sets PR_SET_PDEATHSIG before exec (top level, series "
+			 "fork_exec_wait). Series fork_exit_wait: the same with a child that calls _exit(0) at once; "
+			 "fork_call: the duration of the fork() call in the parent in that case.",
 		    path ? path : "/bin/true");
 	if (!path) {
 		item_skip(ctx, "neither /bin/true nor /usr/bin/true is executable");
@@ -48,28 +50,48 @@ void item_fork_exec(item_ctx *ctx)
 	long n = plan(ctx, 100, 1000), warm = 5;
 	jv_set(ctx->params, "program", jv_str(path));
 	jv_set(ctx->params, "count", jv_int(n));
+	sampleset exit_wait, fork_call;
+	ss_init(&exit_wait);
+	ss_init(&fork_call);
 	for (long i = 0; i < n + warm; i++) {
-		int64_t t0 = now_ns();
-		pid_t pid = tracked_fork();
-		if (pid < 0) {
-			item_fail(ctx, "fork: %s", strerror(errno));
-			return;
+		for (int with_exec = 1; with_exec >= 0; with_exec--) {
+			int64_t t0 = now_ns();
+			pid_t pid = tracked_fork();
+			if (pid < 0) {
+				item_fail(ctx, "fork: %s", strerror(errno));
+				goto out;
+			}
+			if (pid == 0) {
+				if (!with_exec)
+					_exit(0);
+				char *const argv[] = {(char *)path, NULL};
+				execv(path, argv);
+				_exit(127);
+			}
+			int64_t tf = now_ns();
+			int status;
+			tracked_wait(pid, &status);
+			int64_t t1 = now_ns();
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+				item_fail(ctx, "%s exited abnormally (status 0x%x)", with_exec ? path : "child", status);
+				goto out;
+			}
+			if (i < warm)
+				continue;
+			if (with_exec) {
+				ss_add(&ctx->samples, (double)(t1 - t0));
+			} else {
+				ss_add(&exit_wait, (double)(t1 - t0));
+				ss_add(&fork_call, (double)(tf - t0));
+			}
 		}
-		if (pid == 0) {
-			char *const argv[] = {(char *)path, NULL};
-			execv(path, argv);
-			_exit(127);
-		}
-		int status;
-		tracked_wait(pid, &status);
-		int64_t t1 = now_ns();
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-			item_fail(ctx, "%s exited abnormally (status 0x%x)", path, status);
-			return;
-		}
-		if (i >= warm)
-			ss_add(&ctx->samples, (double)(t1 - t0));
 	}
+	item_series_add(ctx, "fork_exec_wait", &ctx->samples, "ns");
+	item_series_add(ctx, "fork_exit_wait", &exit_wait, "ns");
+	item_series_add(ctx, "fork_call", &fork_call, "ns");
+out:
+	ss_free(&exit_wait);
+	ss_free(&fork_call);
 }
 
 void item_timerfd_arm_cancel(item_ctx *ctx)

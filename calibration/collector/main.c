@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -29,6 +30,10 @@ static const struct item_def items[] = {
 	{"netns_create", "network namespace create cost vs namespaces alive, destroy (root)", item_netns_create},
 	{"gp_rcu_expedited", "grace-period latency with rcu_expedited=1 (--modify-system)", item_gp_rcu_expedited},
 	{"gp_cpu_offline", "grace-period latency with cpu1 offline (--modify-system)", item_gp_cpu_offline},
+	{"pipe_costs", "single pipe write()/read() calls, and a write() that wakes a remote reader", item_pipe_costs},
+	{"irq_cost", "interruption gaps of a user-mode spinner: tick, IPI, hrtimer", item_irq_cost},
+	{"messaging", "composite: perf bench sched messaging style groups over pipes, total time", item_messaging},
+	{"netns_script", "composite (root): the netns-2014 fake-router script with ip/sysctl, per router", item_netns_script},
 };
 #define NITEMS ((int)ARRAY_LEN(items))
 
@@ -70,6 +75,52 @@ static int find_item(const char *name, size_t len)
 static const char *status_name(item_status s)
 {
 	return s == ITEM_OK ? "ok" : s == ITEM_SKIPPED ? "skipped" : "failed";
+}
+
+/* CPU time of the whole machine from /proc/stat (seconds): busy (user..softirq) and steal. */
+static int machine_cpu_time(double *busy, double *steal)
+{
+	char *stat = read_file("/proc/stat", NULL);
+	if (!stat)
+		return -1;
+	unsigned long long v[10] = {0};
+	int n = sscanf(stat, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		       &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+	free(stat);
+	if (n < 8)
+		return -1;
+	double hz = (double)sysconf(_SC_CLK_TCK);
+	/* user nice system idle iowait irq softirq steal */
+	*busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / hz;
+	*steal = (double)v[7] / hz;
+	return 0;
+}
+
+static double own_cpu_time(void)
+{
+	struct rusage self, kids;
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &kids);
+	double t = 0;
+	const struct rusage *r[2] = {&self, &kids};
+	for (int i = 0; i < 2; i++)
+		t += (double)(r[i]->ru_utime.tv_sec + r[i]->ru_stime.tv_sec) +
+		     (double)(r[i]->ru_utime.tv_usec + r[i]->ru_stime.tv_usec) / 1e6;
+	return t;
+}
+
+static jv *loadavg_json(void)
+{
+	char *s = read_file_trim("/proc/loadavg");
+	double a = 0, b = 0, c = 0;
+	jv *arr = jv_arr();
+	if (s && sscanf(s, "%lf %lf %lf", &a, &b, &c) == 3) {
+		jv_push(arr, jv_num(a));
+		jv_push(arr, jv_num(b));
+		jv_push(arr, jv_num(c));
+	}
+	free(s);
+	return arr;
 }
 
 static jv *item_json(item_ctx *ctx, double secs)
@@ -247,6 +298,14 @@ int main(int argc, char **argv)
 	jv_set(doc, "settings_changed", jv_arr());
 	jv *warnings = jv_set(doc, "warnings", jv_arr());
 
+	jv *load = jv_set(doc, "load", jv_obj());
+	jv_set(load, "loadavg_start", loadavg_json());
+	errno = 0;
+	int nice_value = getpriority(PRIO_PROCESS, 0);
+	jv_set(load, "nice", errno ? jv_null() : jv_int(nice_value));
+	double busy0 = 0, steal0 = 0, own0 = own_cpu_time();
+	int have_stat = machine_cpu_time(&busy0, &steal0) == 0;
+
 	fprintf(stderr, "[0/%d] machine facts ...\n", (int)jv_get(oj, "items")->len);
 	jv_set(doc, "machine", machine_json(&opt));
 	jv *items_obj = jv_set(doc, "items", jv_obj());
@@ -284,6 +343,22 @@ int main(int argc, char **argv)
 				status_name(ctx.status), ctx.reason);
 		jv_set(items_obj, items[i].name, item_json(&ctx, secs));
 		ss_free(&ctx.samples);
+	}
+
+	/* how much else ran on the machine meanwhile: timings of a busy machine include it */
+	jv_set(load, "loadavg_end", loadavg_json());
+	double busy1 = 0, steal1 = 0, own1 = own_cpu_time();
+	double wall = (double)(now_ns() - t_start) / 1e9, capacity = wall * opt.ncpus;
+	if (have_stat && machine_cpu_time(&busy1, &steal1) == 0 && capacity > 0) {
+		double other = (busy1 - busy0 - (own1 - own0)) / capacity;
+		jv_set(load, "other_cpu_share", jv_num(other < 0 ? 0 : other));
+		jv_set(load, "steal_share", jv_num((steal1 - steal0) / capacity));
+		if (other > 0.1)
+			jv_push(warnings, jv_strf("other work used %.0f%% of the CPUs during the run: timings include "
+						  "its interference; collect on a quiet machine", 100 * other));
+	} else {
+		jv_set(load, "other_cpu_share", jv_null());
+		jv_set(load, "steal_share", jv_null());
 	}
 
 	int restore_failures = settings_restore_all();

@@ -37,6 +37,8 @@ static volatile sig_atomic_t nsettings;
 static volatile pid_t children[MAX_CHILDREN];
 static volatile sig_atomic_t in_child;
 static char tmp_out[4096];
+#define MAX_CLEANUPS 8
+static void (*volatile cleanups[MAX_CLEANUPS])(void);
 static const int term_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 static void block_term_signals(sigset_t *old)
@@ -223,6 +225,35 @@ int tracked_count(void)
 	return n;
 }
 
+int safety_add_cleanup(void (*fn)(void))
+{
+	for (int i = 0; i < MAX_CLEANUPS; i++)
+		if (!cleanups[i]) {
+			cleanups[i] = fn;
+			return 0;
+		}
+	return -ENOSPC;
+}
+
+void safety_remove_cleanup(void (*fn)(void))
+{
+	for (int i = 0; i < MAX_CLEANUPS; i++)
+		if (cleanups[i] == fn)
+			cleanups[i] = NULL;
+}
+
+/* Registered cleanups run after the children are gone (they may have held what is cleaned). */
+static void run_cleanups(void)
+{
+	for (int i = MAX_CLEANUPS - 1; i >= 0; i--) {
+		void (*fn)(void) = cleanups[i];
+		if (fn) {
+			cleanups[i] = NULL;
+			fn();
+		}
+	}
+}
+
 static void say(const char *s) { (void)!write(STDERR_FILENO, s, strlen(s)); }
 
 static void on_signal(int sig)
@@ -235,6 +266,7 @@ static void on_signal(int sig)
 	say(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGQUIT");
 	say("; killing children and restoring settings\n");
 	tracked_kill_all();
+	run_cleanups();
 	if (settings_restore_all() > 0)
 		say(COLLECTOR_NAME ": WARNING: some settings could not be restored\n");
 	if (tmp_out[0])
@@ -254,6 +286,7 @@ static void at_exit_cleanup(void)
 	if (in_child)
 		return;
 	tracked_kill_all();
+	run_cleanups();
 	settings_restore_all();
 }
 

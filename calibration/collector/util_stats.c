@@ -154,9 +154,19 @@ void ss_to_json(const sampleset *s, jv *obj, size_t max_emit)
 		for (size_t i = 0; i < s->n; i++)
 			jv_push(arr, jv_num(s->v[i]));
 	} else {
-		/* evenly strided subsample, in measurement order */
-		for (size_t i = 0; i < max_emit; i++)
-			jv_push(arr, jv_num(s->v[(size_t)((double)i * (double)s->n / (double)max_emit)]));
+		/* stratified subsample, in measurement order: one sample from each of max_emit equal
+		 * slices, at a pseudo-random position (fixed seed) so that it cannot alias with a
+		 * periodic structure of the measurement (e.g. the first call of every batch) */
+		uint64_t x = 0x9E3779B97F4A7C15ull ^ (uint64_t)s->n;
+		for (size_t i = 0; i < max_emit; i++) {
+			size_t lo = (size_t)((double)i * (double)s->n / (double)max_emit);
+			size_t hi = (size_t)((double)(i + 1) * (double)s->n / (double)max_emit);
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			size_t k = hi > lo ? lo + (size_t)(x % (uint64_t)(hi - lo)) : lo;
+			jv_push(arr, jv_num(s->v[k]));
+		}
 	}
 	jv_set(obj, "stats", ss_stats_json(s));
 	jv_set(obj, "histogram", histogram_json(s));

@@ -1,0 +1,145 @@
+"""The held-back composite benchmarks of a profile, predicted by the calibrated model.
+
+``rcusim validate --profile FILE`` (and ``--all``, with the bundled profile) turns each
+composite the collector measured into validation rows (:class:`calibration.validation.Row`):
+role ``predicted`` (no parameter was fitted to it: see :data:`calibration.fit.HELD_BACK`),
+target 0.25 (the project's commitment for a calibrated machine), source = profile and item.
+
+Composites and their state:
+
+* ``messaging`` (perf bench sched messaging over pipes): simulated with the ``messaging``
+  workload on the profile's CPUs, HZ and preemption model with the calibrated costs.
+* ``netns_script`` (the netns-2014 fake-router script): measured; the simulated side needs the
+  netns workload of the RCU model (:func:`netns_rows` is the extension point).
+* ``pi_futex_handoff`` (PI-futex throughput at 2..2N threads): measured; the simulated side
+  needs the rt-mutex model (:func:`pi_futex_rows` is the extension point).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim import scenario as sc
+from sim.units import S
+
+from .params import Params, apply_params
+from .profile import Profile, Series
+from .validation import Row
+
+TARGET = 0.25
+ProgressFn = Callable[[str, float], None]
+
+
+def _story(profile: Profile) -> str:
+    return f"profile:{Path(profile.source).stem}"
+
+
+def _base_scenario(profile: Profile, name: str) -> dict[str, Any]:
+    kernel: dict[str, Any] = {"preempt": profile.preempt}
+    if profile.hz is not None:
+        kernel["hz"] = profile.hz
+    return {
+        "scenario": {"name": name, "seed": 1},
+        "machine": {"cpus": profile.cpus, "name": profile.uname.nodename},
+        "kernel": kernel,
+    }
+
+
+def _simulate(data: dict[str, Any], params: Params, catalog: sc.Catalog, seeds: int) -> list[dict[str, float]]:
+    """The scenario's metrics for seeds 1..seeds (common random numbers across profiles)."""
+    scn = sc.validate(apply_params(data, params), catalog)
+    return [sc.run(scn, catalog, seed=s).metrics for s in range(1, seeds + 1)]
+
+
+def messaging_rows(
+    profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, progress: ProgressFn | None = None
+) -> list[Row]:
+    item = profile.items.get("messaging")
+    if item is None or item.status != "ok":
+        return []
+    rows = []
+    series = [s for s in item.series or () if s.samples_total > 0]
+    for i, s in enumerate(series):
+        if progress is not None:
+            progress(f"messaging {s.label}", i / max(1, len(series)))
+        rows.append(_messaging_row(profile, params, catalog, seeds, s))
+    return rows
+
+
+def _messaging_row(profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, s: Series) -> Row:
+    p = s.params
+    groups, senders, receivers, loops = (int(p[k]) for k in ("groups", "senders", "receivers", "loops"))
+    data = _base_scenario(profile, f"messaging-{s.label}")
+    data["workload"] = {
+        "kind": "messaging",
+        "groups": groups,
+        "senders": senders,
+        "receivers": receivers,
+        "loops": loops,
+        "message_bytes": int(profile.items["messaging"].params.get("message_bytes", 100)),
+    }
+    runs = _simulate(data, params, catalog, seeds)
+    sims = [float(r["time_s"]) for r in runs]
+    measured = np.asarray(s.samples, dtype=float) / S
+    q1, q3 = np.percentile(measured, [25, 75])
+    messages = groups * senders * receivers * loops
+    sim_sw = float(np.mean([r["context_switches"] for r in runs])) / messages
+    switches = ""
+    if "voluntary_switches_per_run" in p:
+        real_sw = (float(p["voluntary_switches_per_run"]) + float(p.get("involuntary_switches_per_run", 0))) / messages
+        switches = f"; context switches per message: measured {real_sw:.3g}, simulated {sim_sw:.3g}"
+    return Row(
+        story=_story(profile),
+        metric="messaging time",
+        config=f"{s.label}: {groups} groups x {senders}+{receivers}, {loops} loops, pipes, {profile.cpus} CPUs",
+        reference=float(np.median(measured)),
+        simulated=float(np.mean(sims)),
+        unit="s",
+        role="predicted",
+        target=TARGET,
+        source=f"{profile.source}: items.messaging.series[{s.label}] median",
+        note=f"measured IQR {q1:.4g}..{q3:.4g} s over {measured.size} runs; simulated {min(sims):.4g}..{max(sims):.4g} s "
+        f"over {seeds} seeds{switches}",
+    )
+
+
+def netns_rows(profile: Profile, params: Params, catalog: sc.Catalog, seeds: int) -> list[Row]:
+    """TODO(netns_script): simulate the fake-router script once the RCU model provides a
+    netns workload (a ``netns_script``-like kind in the catalog); compare its routers/s with
+    ``items.netns_script.routers_per_s.overall`` (role predicted, target 0.25). The measured
+    side is complete: per-router samples, per-step series and the rate per block of routers."""
+    return []
+
+
+def pi_futex_rows(profile: Profile, params: Params, catalog: sc.Catalog, seeds: int) -> list[Row]:
+    """TODO(pi_futex_handoff): simulate N threads contending one rt-mutex (PI futex) once
+    models/locks provides it; compare with ``items.pi_futex_handoff.throughput_ops_per_s``
+    (``threads_N`` -> ops/s) at each measured N (role predicted, target 0.25)."""
+    return []
+
+
+def pending(profile: Profile, catalog: sc.Catalog) -> list[str]:
+    """Measured composites that have no simulated counterpart yet (for a footnote)."""
+    out = []
+    for name, why in (
+        ("netns_script", "needs the netns workload of the RCU model"),
+        ("pi_futex_handoff", "needs the rt-mutex lock model"),
+    ):
+        it = profile.items.get(name)
+        if it is not None and it.status == "ok":
+            out.append(f"{name}: measured, not yet predicted ({why})")
+    return out
+
+
+def profile_rows(
+    profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, progress: ProgressFn | None = None
+) -> list[Row]:
+    """Every held-back composite row of ``profile``."""
+    rows = messaging_rows(profile, params, catalog, seeds, progress)
+    rows += netns_rows(profile, params, catalog, seeds)
+    rows += pi_futex_rows(profile, params, catalog, seeds)
+    return rows

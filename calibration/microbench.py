@@ -1,0 +1,194 @@
+"""The collector's microbenchmarks, replayed on the simulated machine.
+
+Some parameters show only through an outcome that several costs and the scheduler shape
+together (a pipe ping-pong's one-way time is a send, a wakeup, a switch, maybe an IPI and an
+idle exit, and a receive). :mod:`calibration.fit` fits those parameters by running these
+replicas on the model with common random numbers (the same seeds for every candidate) and
+comparing with the measured medians. Each replica follows the item of the same name in
+``calibration/collector/README.md``: same pinning, same message pattern, same timed span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sim.channel import Channel
+from sim.machine import CPU, Env, Machine
+from sim.ops import Call, Op, Recv, Send, Sleep, Spawn
+from sim.params import Costs, KernelConfig, MachineConfig
+from sim.rng import Streams
+from sim.task import Task
+from sim.units import MS, US
+
+Preempt = Literal["none", "voluntary", "full"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """The measured machine as the replicas need it."""
+
+    cpus: int
+    hz: int
+    preempt: Preempt
+
+
+class _Clock:
+    """Timestamps taken from inside task scripts (a zero-cost kernel call)."""
+
+    def __init__(self, m: Machine) -> None:
+        self.m = m
+        self.marks: list[int] = []
+        self.done = m.env.event()
+        self.op = Call(self._mark)
+        self.finish = Call(self._finish)
+
+    def _mark(self, cpu: CPU, t: Task) -> int:
+        self.marks.append(self.m.now)
+        return 0
+
+    def _finish(self, cpu: CPU, t: Task) -> int:
+        if not self.done.triggered:
+            self.done.succeed()
+        return 0
+
+
+def _machine(costs: Costs, target: Target, seed: int) -> Machine:
+    kernel = KernelConfig(hz=target.hz, preempt=target.preempt)
+    return Machine(Env(), MachineConfig(cpus=target.cpus), kernel, costs, Streams(seed))
+
+
+def _run(m: Machine, clock: _Clock, limit_ns: int = 60_000 * MS) -> None:
+    m.env.run(until=clock.done)
+    if not clock.done.triggered:  # pragma: no cover - the replicas always finish
+        raise RuntimeError("microbenchmark replica did not finish")
+
+
+def pingpong(costs: Costs, target: Target, *, cross: bool, rounds: int = 300, warm: int = 30, seed: int = 1) -> float:
+    """``context_switch`` / ``cross_cpu_wakeup`` / ``pipe_message`` ping-pong: two tasks pinned
+    to cpu 0 (and cpu 1 with ``cross``) exchange one message each way over two pipes; the
+    result is the mean one-way time (round trip / 2), as the collector reports it."""
+    m = _machine(costs, target, seed)
+    clock = _Clock(m)
+    ab, ba = Channel(m, "ab", 1024), Channel(m, "ba", 1024)
+    send_ab, recv_ab, send_ba, recv_ba = Send(ab), Recv(ab), Send(ba), Recv(ba)
+    total = warm + rounds
+
+    def thread_a(task: Task) -> Generator[Op, Any, None]:
+        for i in range(total):
+            if i == warm:
+                yield clock.op
+            yield send_ab
+            yield recv_ba
+        yield clock.op
+        yield clock.finish
+
+    def thread_b(task: Task) -> Generator[Op, Any, None]:
+        for _ in range(total):
+            yield recv_ab
+            yield send_ba
+
+    m.spawn(thread_b, "b", affinity=(1 if cross else 0,))
+    m.spawn(thread_a, "a", affinity=(0,))
+    _run(m, clock)
+    t0, t1 = clock.marks
+    return (t1 - t0) / (2 * rounds)
+
+
+def stream(costs: Costs, target: Target, *, cross: bool, messages: int = 3000, warm: int = 1000, seed: int = 1) -> float:
+    """``pipe_message`` stream series: a writer pinned to cpu 0 writes 100-byte messages back
+    to back into one pipe (capacity as fs/pipe.c: 16 pages of 40 messages), a reader on cpu 0
+    (or cpu 1 with ``cross``) reads them; the result is the reader's mean time per message."""
+    m = _machine(costs, target, seed)
+    clock = _Clock(m)
+    ch = Channel(m, "pipe", 16 * (4096 // 100))
+    send, recv = Send(ch), Recv(ch)
+
+    def writer(task: Task) -> Generator[Op, Any, None]:
+        for _ in range(warm + messages):
+            yield send
+
+    def reader(task: Task) -> Generator[Op, Any, None]:
+        for i in range(warm + messages):
+            if i == warm:
+                yield clock.op
+            yield recv
+        yield clock.op
+        yield clock.finish
+
+    m.spawn(reader, "reader", affinity=(1 if cross else 0,))
+    m.spawn(writer, "writer", affinity=(0,))
+    _run(m, clock)
+    t0, t1 = clock.marks
+    return (t1 - t0) / messages
+
+
+def spawn_wait(costs: Costs, target: Target, *, exec_: bool, count: int = 40, warm: int = 3, seed: int = 1) -> float:
+    """``fork_exec`` series ``fork_exec_wait`` (``exec_``) or ``fork_exit_wait``: one parent
+    forks a child (which execs, or exits at once) and waits for it; mean time per child."""
+    m = _machine(costs, target, seed)
+    clock = _Clock(m)
+
+    def child(task: Task) -> Generator[Op, Any, None]:
+        return
+        yield  # a generator that does nothing: the process only (execs and) exits
+
+    spawn = Spawn(child, "child", wait=True, exec=exec_)
+
+    def parent(task: Task) -> Generator[Op, Any, None]:
+        for i in range(warm + count):
+            if i == warm:
+                yield clock.op
+            yield spawn
+        yield clock.op
+        yield clock.finish
+
+    m.spawn(parent, "parent")
+    _run(m, clock)
+    t0, t1 = clock.marks
+    return (t1 - t0) / count
+
+
+def sleep_lateness(costs: Costs, target: Target, *, request: int = 1 * MS, count: int = 40, seed: int = 1) -> float:
+    """``sleep_lateness``: mean of elapsed - requested for relative sleeps on an otherwise idle
+    machine (the model has no timer slack: compare with the measured figure minus
+    ``params.timer_slack_ns``)."""
+    m = _machine(costs, target, seed)
+    clock = _Clock(m)
+    op = Sleep(request)
+
+    def sleeper(task: Task) -> Generator[Op, Any, None]:
+        for _ in range(count):
+            yield clock.op
+            yield op
+            yield clock.op
+        yield clock.finish
+
+    m.spawn(sleeper, "sleeper", affinity=(0,))
+    _run(m, clock)
+    marks = clock.marks
+    late = [marks[i + 1] - marks[i] - request for i in range(0, len(marks), 2)]
+    return sum(late) / len(late)
+
+
+Replica = Callable[[Costs, Target, int], float]
+
+REPLICAS: dict[str, Replica] = {
+    "same_cpu_pingpong": lambda c, t, s: pingpong(c, t, cross=False, seed=s),
+    "cross_cpu_pingpong": lambda c, t, s: pingpong(c, t, cross=True, seed=s),
+    "same_cpu_stream": lambda c, t, s: stream(c, t, cross=False, seed=s),
+    "cross_cpu_stream": lambda c, t, s: stream(c, t, cross=True, seed=s),
+    "fork_exit_wait": lambda c, t, s: spawn_wait(c, t, exec_=False, seed=s),
+    "fork_exec_wait": lambda c, t, s: spawn_wait(c, t, exec_=True, seed=s),
+    "sleep_lateness_1ms": lambda c, t, s: sleep_lateness(c, t, request=1 * MS, seed=s),
+    "sleep_lateness_100us": lambda c, t, s: sleep_lateness(c, t, request=100 * US, seed=s),
+}
+"""Simulated outcome name -> replica(costs, target, seed) -> ns."""
+
+
+def mean_over_seeds(name: str, costs: Costs, target: Target, seeds: int) -> float:
+    """The replica's outcome averaged over seeds 1..seeds (the same seeds for every call:
+    common random numbers)."""
+    fn = REPLICAS[name]
+    return sum(fn(costs, target, s) for s in range(1, seeds + 1)) / seeds

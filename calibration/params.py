@@ -1,0 +1,189 @@
+"""Calibrated parameter files: what ``rcusim calibrate`` writes and ``rcusim run --params`` reads.
+
+A params file is TOML::
+
+    # comments: the profile, the machine, and for every value how it was obtained
+    [calibration]            # provenance of the whole file (informational)
+    profile = "calibration/profiles/default.json"
+    ...
+    [costs]                  # sim.params.Costs fields, ns (jitter_cv: a ratio)
+    syscall = 132
+    ...
+    [provenance.costs]       # per value: method, formula, inputs, 95 % interval
+    syscall = { method = "direct", formula = "syscall median", ci95 = [132.1, 132.6] }
+
+Mechanism parameters fitted later go to ``[kernel.NAME]`` tables (e.g. ``[kernel.rcu]``) and are
+merged the same way. :func:`apply_params` merges ``[costs]`` and ``[kernel.*]`` into a scenario
+mapping *before* ``--set`` overrides, so the order is: defaults < scenario file < params < --set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.config import from_mapping
+from sim.errors import ConfigError
+from sim.params import Costs
+
+from .fit import HELD_BACK, Calibration
+
+TOP_KEYS = ("calibration", "costs", "kernel", "provenance")
+
+
+@dataclass(frozen=True)
+class Params:
+    """A loaded params file."""
+
+    source: str
+    costs: dict[str, Any]
+    kernel: dict[str, Any] = field(default_factory=dict)
+    calibration: dict[str, Any] = field(default_factory=dict)
+
+
+def sibling_params(profile_path: str | Path) -> Path:
+    """Where ``rcusim calibrate`` writes by default: ``NAME-params.toml`` next to ``NAME.json``."""
+    p = Path(profile_path)
+    return p.with_name(f"{p.stem}-params.toml")
+
+
+def load_params(path: str | Path) -> Params:
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(name, "no such params file", "write one with: rcusim calibrate PROFILE --out FILE") from None
+    except OSError as exc:
+        raise ConfigError(name, f"cannot read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(name, f"not valid TOML: {exc}", "fix the syntax at the position shown") from None
+    for key in data:
+        if key not in TOP_KEYS:
+            raise ConfigError(f"{name}: {key}", "unknown section", f"a params file has {', '.join(TOP_KEYS)}")
+    costs = data.get("costs", {})
+    if not isinstance(costs, Mapping):
+        raise ConfigError(f"{name}: costs", "expected a table")
+    try:
+        from_mapping(Costs, costs, "costs")  # validate: unknown keys, types, bounds
+    except ConfigError as exc:
+        raise ConfigError(f"{name}: {exc.field}", exc.problem, exc.fix) from None
+    kernel = data.get("kernel", {})
+    if not isinstance(kernel, Mapping) or not all(isinstance(v, Mapping) for v in kernel.values()):
+        raise ConfigError(f"{name}: kernel", "expected [kernel.NAME] tables of mechanism parameters")
+    return Params(name, dict(costs), {k: dict(v) for k, v in kernel.items()}, dict(data.get("calibration", {})))
+
+
+def apply_params(data: dict[str, Any], params: Params) -> dict[str, Any]:
+    """Merge ``params`` into a parsed scenario mapping (in place; also returned)."""
+    costs = data.setdefault("costs", {})
+    if not isinstance(costs, dict):
+        raise ConfigError("costs", "expected a table")
+    costs.update(params.costs)
+    if params.kernel:
+        kernel = data.setdefault("kernel", {})
+        if not isinstance(kernel, dict):
+            raise ConfigError("kernel", "expected a table")
+        for name, values in params.kernel.items():
+            section = kernel.setdefault(name, {})
+            if not isinstance(section, dict):
+                raise ConfigError(f"kernel.{name}", "expected a table")
+            section.update(values)
+    return data
+
+
+def params_from_calibration(cal: Calibration, source: str = "calibration") -> Params:
+    return Params(source, dict(cal.costs_mapping()), {}, {"profile": cal.profile_source})
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, Mapping):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items() if x is not None) + " }"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def _fmt_ci(lo: float | None, hi: float | None, ratio: bool) -> str:
+    if lo is None or hi is None:
+        return "no interval"
+    if ratio:
+        return f"95% CI {lo:.3f}..{hi:.3f}"
+    return f"95% CI {lo:.0f}..{hi:.0f} ns"
+
+
+def params_toml(cal: Calibration, profile_path: str | Path, *, command: str = "", version: str = "") -> str:
+    """The params file for ``cal`` (see the module docstring)."""
+    p = Path(profile_path)
+    try:
+        digest = hashlib.sha256(p.read_bytes()).hexdigest()
+    except OSError:
+        digest = ""
+    m = cal.machine
+    lines = [
+        "# rcusim calibrated parameters, written by `rcusim calibrate`; see docs/readme/calibration.md.",
+        f"# profile: {cal.profile_source}",
+        f"# machine: host {m.get('host')}, kernel {m.get('kernel')}, {m.get('cpu_model')}, {m.get('cpus')} CPUs, "
+        f"HZ {m.get('hz')}, preempt {m.get('preempt')}{', virtual machine' if m.get('hypervisor') else ''}",
+        f"# collected {m.get('collected')} ({m.get('mode')} mode); fitted with {cal.seeds} seeds, {cal.bootstrap} bootstrap replicates",
+        f"# held-back composites never used here: {', '.join(sorted(HELD_BACK))}",
+        "# use: rcusim run SCENARIO --params THIS_FILE   (merged into [costs] before --set)",
+        "",
+        "[calibration]",
+        f"rcusim_version = {_toml_value(version)}",
+        f"command = {_toml_value(command)}",
+        f"created = {_toml_value(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))}",
+        f"profile = {_toml_value(cal.profile_source)}",
+        f"profile_sha256 = {_toml_value(digest)}",
+        f"seeds = {cal.seeds}",
+        f"bootstrap = {cal.bootstrap}",
+    ]
+    for key in ("host", "kernel", "cpu_model", "cpus", "hz", "preempt"):
+        if m.get(key) is not None:
+            lines.append(f"{key} = {_toml_value(m[key])}")
+    lines += ["", "[costs]"]
+    costs = cal.costs_mapping()
+    for name, value in costs.items():
+        e = cal.estimates[name]
+        ratio = name == "jitter_cv"
+        lines.append(f"# {e.method}: {e.formula}; {_fmt_ci(e.low, e.high, ratio)}")
+        lines.append(f"{name} = {_toml_value(value)}")
+    lines += ["", "[provenance.costs]"]
+    for name in costs:
+        e = cal.estimates[name]
+        ci = None if e.low is None else [round(e.low, 3), round(e.high or 0.0, 3)]
+        entry = {"method": e.method, "formula": e.formula, "inputs": list(e.inputs), "ci95": ci}
+        lines.append(f"{name} = {_toml_value(entry)}")
+    return "\n".join(lines) + "\n"
+
+
+def resolve_params(params_path: str | None, profile_path: str | None, *, seeds: int = 3) -> Params | None:
+    """The parameters ``--params FILE`` or ``--profile FILE`` ask for: a params file as given;
+    for a profile, the params file ``rcusim calibrate`` wrote next to it, or else a calibration
+    made now (without bootstrap intervals). None when neither is given."""
+    if params_path:
+        return load_params(params_path)
+    if not profile_path:
+        return None
+    from .fit import calibrate
+    from .profile import load_profile
+
+    profile = load_profile(profile_path)
+    sibling = sibling_params(profile_path)
+    if sibling.is_file():
+        return load_params(sibling)
+    cal = calibrate(profile, seeds=seeds, bootstrap=0)
+    return params_from_calibration(cal, source=f"{profile_path} (calibrated now)")

@@ -1,0 +1,543 @@
+"""Measurement profiles: the JSON the native collector writes, as a versioned, validated model.
+
+A profile (``calibration/collector/README.md`` documents every field) is loaded with
+:func:`load_profile`, which
+
+* parses the JSON (a truncated or corrupt file is one :class:`~sim.errors.ConfigError` saying where),
+* checks ``kind`` and ``schema_version``: a newer version than :data:`SCHEMA_VERSION` is refused
+  (this rcusim cannot know what changed), an older one is upgraded step by step through
+  :data:`UPGRADES` (each step a pure function of the raw mapping),
+* validates the result with the pydantic models below: wrong types, missing fields, negative
+  samples or statistics that disagree with the samples give one error naming the field, e.g.
+  ``p.json: items.syscall.samples[3]: -5.0 is negative``.
+
+Schema versions:
+
+* **1** (collector 0.1.0): what ``rcusim-collector`` writes today.
+* **0** (collector 0.0.x, pre-release): no ``kind``, ``warnings`` or ``settings_changed``; items
+  and series without ``samples_total`` and ``histogram``; ``machine`` without ``cpus_allowed``.
+  :func:`upgrade_v0` fills them in from what is there (histograms from the stored samples).
+
+The JSON Schema of the current version is committed as ``calibration/schema/profile.schema.json``
+(a test checks it equals :func:`json_schema`); regenerate it with
+``python -m calibration.profile --write-schema``.
+
+Unknown extra fields are kept (the collector may add measurements within a version); an
+incompatible change bumps ``schema_version`` and adds an upgrade step here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from sim.errors import ConfigError
+
+SCHEMA_VERSION = 1
+KIND = "rcusim-profile"
+ROOT = Path(__file__).resolve().parent
+SCHEMA_FILE = ROOT / "schema" / "profile.schema.json"
+PROFILES_DIR = ROOT / "profiles"
+DEFAULT_PROFILE = PROFILES_DIR / "default.json"
+DEFAULT_PARAMS = PROFILES_DIR / "default-params.toml"
+
+NonNegative = Annotated[float, Field(ge=0)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class _Open(BaseModel):
+    """Known fields are typed; unknown ones are kept (additions within a schema version)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class Stats(_Open):
+    """Statistics over every sample (also those not stored)."""
+
+    count: Count
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    stddev: float | None = None
+    median: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Stats:
+        if self.count > 0:
+            need = ("min", "max", "mean", "median")
+            missing = [k for k in need if getattr(self, k) is None]
+            if missing:
+                raise ValueError(f"{missing[0]} is null although count is {self.count}")
+            vals = [self.min, self.median, self.max]
+            if not all(a is not None and b is not None and a <= b for a, b in zip(vals, vals[1:], strict=False)):
+                raise ValueError(f"min <= median <= max does not hold ({self.min}, {self.median}, {self.max})")
+        return self
+
+
+class Histogram(_Open):
+    scheme: str
+    buckets: list[tuple[float, float, Count]]
+    underflow: Count = 0
+    overflow: Count = 0
+
+
+class _Measured(_Open):
+    """Raw samples with their statistics (an item or one of its series)."""
+
+    unit: Literal["ns"] = "ns"
+    params: dict[str, Any] = Field(default_factory=dict)
+    samples_total: Count
+    samples: list[NonNegative]
+    stats: Stats
+    histogram: Histogram
+
+    @model_validator(mode="after")
+    def _consistent(self) -> _Measured:
+        if self.stats.count != self.samples_total:
+            raise ValueError(f"stats.count ({self.stats.count}) differs from samples_total ({self.samples_total})")
+        if len(self.samples) > self.samples_total:
+            raise ValueError(f"{len(self.samples)} samples stored but samples_total is {self.samples_total}")
+        return self
+
+
+class Series(_Measured):
+    label: str
+
+
+class RouterRate(_Open):
+    overall: NonNegative
+    blocks: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Item(_Measured):
+    status: Literal["ok", "skipped", "failed"]
+    reason: str | None = None
+    method: str
+    duration_s: NonNegative
+    series: list[Series] | None = None
+    throughput_ops_per_s: dict[str, NonNegative] | None = None
+    create_cost_vs_alive: list[tuple[int, NonNegative]] | None = None
+    routers_per_s: RouterRate | None = None
+
+    @model_validator(mode="after")
+    def _status(self) -> Item:
+        if self.status == "ok" and self.samples_total == 0:
+            raise ValueError("status is 'ok' but there are no samples")
+        if self.status != "ok" and not self.reason:
+            raise ValueError(f"status is {self.status!r} but no reason is given")
+        return self
+
+    def get_series(self, label: str) -> Series | None:
+        for s in self.series or ():
+            if s.label == label:
+                return s
+        return None
+
+
+class CpuList(_Open):
+    list: str | None = None
+    count: Count
+
+
+class CpusAllowed(_Open):
+    cpus: list[Count]
+    count: Annotated[int, Field(ge=1)]
+
+
+class Hz(_Open):
+    value: Annotated[int, Field(ge=1)] | None = None
+    method: str = ""
+
+
+class Preemption(_Open):
+    model: str | None = None
+    source: str | None = None
+    dynamic: bool = False
+
+
+class RcuConfig(_Open):
+    available: bool
+    options: dict[str, str | None] = Field(default_factory=dict)
+
+
+class Machine(_Open):
+    kernel_release: str
+    kernel_version: str = ""
+    arch: str = ""
+    cpus_online: CpuList
+    cpus_possible: CpuList | None = None
+    cpus_allowed: CpusAllowed
+    cpu_model: str | None = None
+    hypervisor_flag: bool | None = None
+    clocksource: str | None = None
+    cpuidle_driver: str | None = None
+    hz: Hz
+    preemption: Preemption
+    rcu_config: RcuConfig | None = None
+    kernel_config: dict[str, Any] | None = None
+    cmdline: dict[str, str | bool | None] = Field(default_factory=dict)
+    rcuo_kthread_count: Count = 0
+    rcuo_kthreads: list[str] = Field(default_factory=list)
+    rcutree_parameters: dict[str, str | None] | None = None
+    rcupdate_parameters: dict[str, str | None] | None = None
+    rcu_expedited: str | None = None
+    rcu_normal: str | None = None
+    timer_migration: str | None = None
+
+
+class CollectorInfo(_Open):
+    name: str
+    version: str
+    compiler: str | None = None
+
+
+class Uname(_Open):
+    sysname: str
+    nodename: str
+    release: str
+    version: str
+    machine: str
+
+
+class Options(_Open):
+    mode: Literal["quick", "full"]
+    quick: bool
+    items: list[str]
+    items_explicit: bool = False
+    out: str | None = None
+    modify_system: bool = False
+    max_samples: Count = 2000
+
+
+class SettingChange(_Open):
+    path: str
+    original: str
+    value: str
+    restored: bool
+    restore_error: str | None = None
+
+
+class Load(_Open):
+    """What else ran during the collection (a busy machine's timings include its interference)."""
+
+    loadavg_start: list[float] = Field(default_factory=list)
+    loadavg_end: list[float] = Field(default_factory=list)
+    other_cpu_share: NonNegative | None = None
+    steal_share: NonNegative | None = None
+    nice: int | None = None
+
+
+class Profile(_Open):
+    """One collector run: header, machine facts, items."""
+
+    schema_version: Literal[1]
+    kind: Literal["rcusim-profile"]
+    collector: CollectorInfo
+    command_line: list[str]
+    start_time: str
+    end_time: str | None = None
+    duration_s: NonNegative | None = None
+    uname: Uname
+    root: bool
+    euid: int
+    options: Options
+    settings_changed: list[SettingChange]
+    warnings: list[str]
+    machine: Machine
+    items: dict[str, Item]
+    load: Load | None = None
+
+    _source: str = PrivateAttr(default="profile")
+    _upgraded_from: int | None = PrivateAttr(default=None)
+
+    # -- provenance
+    @property
+    def source(self) -> str:
+        """The file (or label) the profile was loaded from."""
+        return self._source
+
+    @property
+    def upgraded_from(self) -> int | None:
+        """The schema version of the file when it was older than :data:`SCHEMA_VERSION`."""
+        return self._upgraded_from
+
+    # -- machine facts the calibration uses
+    @property
+    def cpus(self) -> int:
+        """CPUs the measurements ran on (the collector's affinity mask)."""
+        return self.machine.cpus_allowed.count
+
+    @property
+    def hz(self) -> int | None:
+        return self.machine.hz.value
+
+    @property
+    def preempt(self) -> Literal["none", "voluntary", "full"]:
+        """The preemption model as rcusim's ``kernel.preempt`` (lazy and rt count as full;
+        unknown as voluntary, the most common distribution default)."""
+        m = (self.machine.preemption.model or "").lower()
+        if m in ("none", "voluntary", "full"):
+            return m  # type: ignore[return-value]
+        if m in ("lazy", "rt"):
+            return "full"
+        return "voluntary"
+
+    # -- items
+    def item(self, name: str, *, need_ok: bool = True) -> Item:
+        """The item ``name``; ConfigError naming it if absent or (with ``need_ok``) not ok."""
+        it = self.items.get(name)
+        if it is None:
+            raise ConfigError(
+                f"{self.source}: items.{name}",
+                "is missing from the profile",
+                f"collect it: rcusim collect --items {name} (or a full rcusim collect)",
+            )
+        if need_ok and it.status != "ok":
+            raise ConfigError(f"{self.source}: items.{name}", f"was {it.status}: {it.reason}", "re-collect where it can run")
+        return it
+
+    def series(self, item: str, label: str) -> Series:
+        it = self.item(item)
+        s = it.get_series(label)
+        if s is None or s.samples_total == 0:
+            raise ConfigError(
+                f"{self.source}: items.{item}.series[{label}]",
+                "is missing or empty",
+                f"re-collect the item with this version's collector: rcusim collect --items {item}",
+            )
+        return s
+
+
+# ------------------------------------------------------------------ upgrades
+
+
+def _log2_quarter_histogram(samples: list[float]) -> dict[str, Any]:
+    """The collector's sparse histogram (README: scheme log2-quarter) of ``samples``."""
+    counts: dict[tuple[float, float], int] = {}
+    under = over = 0
+    for x in samples:
+        if x < 0:
+            under += 1
+            continue
+        if x >= 2.0**80:
+            over += 1
+            continue
+        if x < 1:
+            lo, hi = 0.0, 1.0
+        else:
+            e = math.floor(math.log2(x))
+            base = 2.0**e
+            q = min(3, int((x / base - 1.0) * 4))
+            lo, hi = base * (1 + q / 4), base * (1 + (q + 1) / 4)
+        counts[(lo, hi)] = counts.get((lo, hi), 0) + 1
+    return {
+        "scheme": "log2-quarter",
+        "buckets": [[lo, hi, n] for (lo, hi), n in sorted(counts.items())],
+        "underflow": under,
+        "overflow": over,
+    }
+
+
+def _upgrade_measured_v0(obj: dict[str, Any]) -> None:
+    samples = obj.get("samples")
+    if not isinstance(samples, list):
+        return
+    stats = obj.get("stats")
+    count = stats.get("count") if isinstance(stats, Mapping) else None
+    obj.setdefault("samples_total", count if isinstance(count, int) else len(samples))
+    if "histogram" not in obj and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in samples):
+        obj["histogram"] = _log2_quarter_histogram(samples)
+
+
+def upgrade_v0(raw: dict[str, Any]) -> dict[str, Any]:
+    """Schema 0 (collector 0.0.x) -> 1: add ``kind``, ``warnings``, ``settings_changed``,
+    ``samples_total`` and ``histogram`` (from the stored samples) and ``machine.cpus_allowed``
+    (taken as every online CPU, which is what 0.0.x measured on)."""
+    out = dict(raw)
+    out["schema_version"] = 1
+    out.setdefault("kind", KIND)
+    out.setdefault("warnings", [])
+    out.setdefault("settings_changed", [])
+    machine = out.get("machine")
+    if isinstance(machine, dict) and "cpus_allowed" not in machine:
+        machine = dict(machine)
+        online = machine.get("cpus_online")
+        lst = online.get("list") if isinstance(online, Mapping) else None
+        cpus = _parse_cpu_list(lst) if isinstance(lst, str) else []
+        if not cpus and isinstance(online, Mapping) and isinstance(online.get("count"), int):
+            cpus = list(range(online["count"]))
+        machine["cpus_allowed"] = {"cpus": cpus, "count": len(cpus)}
+        out["machine"] = machine
+    items = out.get("items")
+    if isinstance(items, dict):
+        new_items = {}
+        for name, item in items.items():
+            if isinstance(item, dict):
+                item = dict(item)
+                _upgrade_measured_v0(item)
+                if isinstance(item.get("series"), list):
+                    item["series"] = [dict(s) for s in item["series"]]
+                    for s in item["series"]:
+                        if isinstance(s, dict):
+                            _upgrade_measured_v0(s)
+            new_items[name] = item
+        out["items"] = new_items
+    return out
+
+
+def _parse_cpu_list(text: str) -> list[int]:
+    cpus: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        a, _, b = part.partition("-")
+        try:
+            lo, hi = int(a), int(b or a)
+        except ValueError:
+            return []
+        cpus.extend(range(lo, hi + 1))
+    return cpus
+
+
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: upgrade_v0}
+"""``UPGRADES[v]`` turns a schema-``v`` mapping into a schema-``v + 1`` one."""
+
+
+# ------------------------------------------------------------------ loading
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _problem(err: Mapping[str, Any]) -> tuple[str, str]:
+    kind = err.get("type", "")
+    value = err.get("input")
+    msg = str(err.get("msg", "invalid"))
+    if kind == "missing":
+        return "is required", "re-collect the profile (rcusim collect)"
+    if kind in ("greater_than_equal", "greater_than") and isinstance(value, (int, float)) and value < 0:
+        return f"{value!r} is negative", "measurements are never negative: the file is corrupt; re-collect it"
+    if kind.startswith("literal_error"):
+        return f"{value!r} is not allowed ({msg.lower()})", "re-collect the profile with rcusim collect"
+    if kind == "value_error":
+        return msg.removeprefix("Value error, "), "the file is inconsistent: re-collect it"
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{msg.lower()}, got {shown}", "re-collect the profile (rcusim collect)"
+
+
+def validate_profile(raw: Any, source: str = "profile") -> Profile:
+    """Check ``kind``/``schema_version``, upgrade an older mapping, validate; one ConfigError
+    naming the field on any problem."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(source, f"expected a JSON object, got {type(raw).__name__}", "give a profile written by rcusim collect")
+    kind = raw.get("kind", KIND if raw.get("schema_version") == 0 else None)
+    if kind != KIND:
+        raise ConfigError(f"{source}: kind", f"is {kind!r}, not {KIND!r}", "this is not an rcusim profile")
+    version = raw.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ConfigError(
+            f"{source}: schema_version", f"expected an integer, got {version!r}", "this is not a valid rcusim profile"
+        )
+    if version > SCHEMA_VERSION:
+        raise ConfigError(
+            f"{source}: schema_version",
+            f"{version} is newer than this rcusim reads ({SCHEMA_VERSION})",
+            "update rcusim, or collect the profile with this version's collector (rcusim collect)",
+        )
+    if version < min(UPGRADES, default=SCHEMA_VERSION):
+        raise ConfigError(f"{source}: schema_version", f"{version} is unknown", f"versions 0..{SCHEMA_VERSION} are readable")
+    data: dict[str, Any] = dict(raw)
+    for v in range(version, SCHEMA_VERSION):
+        data = UPGRADES[v](data)
+    try:
+        prof = Profile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        problem, fix = _problem(err)
+        where = _loc(tuple(err.get("loc", ())))
+        raise ConfigError(f"{source}: {where}" if where else source, problem, fix) from None
+    prof._source = source
+    prof._upgraded_from = version if version != SCHEMA_VERSION else None
+    return prof
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read and validate a profile file (see the module docstring)."""
+    p = Path(path)
+    name = str(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(name, "no such profile file", "give the path of a JSON profile written by rcusim collect") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(name, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    if not text.strip():
+        raise ConfigError(name, "is empty", "re-collect the profile (rcusim collect)")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        truncated = exc.pos >= len(text.rstrip()) - 1
+        what = "truncated" if truncated else "not valid JSON"
+        raise ConfigError(
+            name, f"{what}: {exc.msg} at line {exc.lineno} column {exc.colno}", "the file is damaged: re-collect it"
+        ) from None
+    return validate_profile(raw, name)
+
+
+def default_profile() -> Profile:
+    """The bundled profile of the project's development machine."""
+    return load_profile(DEFAULT_PROFILE)
+
+
+# ------------------------------------------------------------------ JSON Schema
+
+
+def json_schema() -> dict[str, Any]:
+    schema = Profile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://rcusim.invalid/schema/profile.schema.json"
+    schema["title"] = f"rcusim measurement profile, schema_version {SCHEMA_VERSION}"
+    schema["description"] = (
+        "What rcusim-collector writes (calibration/collector/README.md). Generated from calibration/profile.py; "
+        "regenerate with: python -m calibration.profile --write-schema"
+    )
+    return schema
+
+
+def schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--write-schema"]:
+        SCHEMA_FILE.parent.mkdir(parents=True, exist_ok=True)
+        SCHEMA_FILE.write_text(schema_text(), encoding="utf-8")
+        return 0
+    if args == ["--print-schema"]:
+        sys.stdout.write(schema_text())
+        return 0
+    sys.stderr.write("usage: python -m calibration.profile --write-schema | --print-schema\n")
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,182 @@
+"""Calibration: direct mappings, simulated fits, held-back composites, params files, the bundled
+profile and the validate --profile rows."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import tomllib
+
+import pytest
+
+from app.cli import main
+from calibration import fit
+from calibration.microbench import Target, pingpong, sleep_lateness, spawn_wait, stream
+from calibration.params import load_params, params_toml
+from calibration.profile import DEFAULT_PARAMS, DEFAULT_PROFILE, load_profile, validate_profile
+from sim.config import from_mapping
+from sim.params import Costs
+from tests.helpers import ZERO_COSTS
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return load_profile(DEFAULT_PROFILE)
+
+
+@pytest.fixture(scope="module")
+def cal(profile):
+    return fit.calibrate(profile, seeds=1, bootstrap=30)
+
+
+def med(profile, item, series=None) -> float:
+    src = profile.series(item, series) if series else profile.item(item)
+    return float(src.stats.median)
+
+
+# ------------------------------------------------------------------ replicas: exact on zero-jitter machines
+
+T2 = Target(cpus=2, hz=1000, preempt="voluntary")
+
+
+def test_same_cpu_pingpong_is_the_sum_of_its_costs():
+    c = dataclasses.replace(ZERO_COSTS, syscall=100, pipe_send=50, pipe_recv=70, wakeup=300, context_switch=1000)
+    # A: send (syscall + pipe_send), wake B (wakeup), block; switch; B: recv (pipe_recv)
+    assert pingpong(c, T2, cross=False, rounds=20, warm=2) == 100 + 50 + 300 + 1000 + 70
+
+
+def test_cross_cpu_pingpong_adds_ipi_and_idle_exit():
+    c = dataclasses.replace(
+        ZERO_COSTS,
+        syscall=100,
+        pipe_send=50,
+        pipe_recv=70,
+        ipi_latency=2000,
+        idle_exit=5000,
+        ipi_handler=400,
+        context_switch=1000,
+    )
+    assert pingpong(c, T2, cross=True, rounds=20, warm=2) == 100 + 50 + 2000 + 5000 + 400 + 1000 + 70
+
+
+def test_other_replicas_are_exact_on_zero_costs():
+    c = dataclasses.replace(ZERO_COSTS, timer_irq=700, idle_exit=3000, context_switch=200, wakeup=100, syscall=10)
+    assert sleep_lateness(c, T2, count=5) == 10 + 3000 + 700 + 100 + 200
+    c = dataclasses.replace(ZERO_COSTS, syscall=10, pipe_send=40, pipe_recv=60)
+    # two CPUs pipeline: the slower side (the reader, 10 + 60 ns) sets the pace; one CPU pays both
+    assert stream(c, T2, cross=True, messages=200, warm=50) == pytest.approx(70, rel=0.05)
+    assert stream(c, T2, cross=False, messages=2000, warm=500) == pytest.approx(120, rel=0.05)
+    c = dataclasses.replace(ZERO_COSTS, fork=1000, exec=5000, exit=700)
+    assert spawn_wait(c, T2, exec_=True, count=5) >= 1000 + 5000 + 700
+
+
+# ------------------------------------------------------------------ the fit on the bundled profile
+
+
+def test_direct_mappings_follow_their_formulas(profile, cal):
+    e = cal.estimates
+    assert e["syscall"].value == pytest.approx(med(profile, "syscall"))
+    assert e["fork"].value == pytest.approx(med(profile, "fork_exec", "fork_call"))
+    assert e["tick"].value == pytest.approx(med(profile, "irq_cost", "tick"))
+    assert e["ipi_handler"].value == pytest.approx(med(profile, "irq_cost", "ipi"))
+    wake = med(profile, "pipe_costs", "write_wakes_local_reader") - med(profile, "pipe_costs", "write_after_sleep")
+    assert e["wakeup"].value == pytest.approx(max(0.0, wake))
+    for name, est in e.items():
+        assert est.method in ("direct", "fit", "spread", "default"), name
+        assert est.value >= 0, name
+        if est.method != "default":
+            assert est.inputs and est.formula, name
+            assert not set(x.split(".")[0] for x in est.inputs) & set(fit.HELD_BACK), name
+        if est.low is not None:
+            assert est.low <= est.high
+
+
+def test_fitted_anchors_match_and_checks_are_reported(cal):
+    fitted = [o for o in cal.outcomes if o.role == "fitted"]
+    assert {o.name for o in fitted} >= {"pingpong_1b_same", "stream_same", "fork_exec_wait"}
+    for o in fitted:
+        assert abs(o.rel_error) < 0.25, o
+    assert any(o.role == "check" for o in cal.outcomes)
+
+
+def test_every_costs_field_is_estimated_and_fits_the_costs_type(cal):
+    mapping = cal.costs_mapping()
+    assert set(mapping) == {f.name for f in dataclasses.fields(Costs)}
+    assert from_mapping(Costs, mapping, "costs") == cal.costs()
+
+
+def test_held_back_items_are_never_used(profile):
+    a = fit.calibrate(profile, seeds=1, bootstrap=0)
+    raw = json.loads(DEFAULT_PROFILE.read_text())
+    stripped = copy.deepcopy(raw)
+    for name in fit.HELD_BACK:
+        stripped["items"].pop(name, None)
+    b = fit.calibrate(validate_profile(stripped, "stripped"), seeds=1, bootstrap=0)
+    assert a.costs_mapping() == b.costs_mapping()
+
+
+def test_calibration_is_deterministic(profile):
+    a = fit.calibrate(profile, seeds=1, bootstrap=3, rng_seed=3).to_json()
+    b = fit.calibrate(profile, seeds=1, bootstrap=3, rng_seed=3).to_json()
+    assert a == b
+
+
+def test_params_toml_round_trips(cal, tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text(params_toml(cal, DEFAULT_PROFILE, command="test", version="0"))
+    params = load_params(f)
+    assert params.costs == cal.costs_mapping()
+    doc = tomllib.loads(f.read_text())
+    assert doc["provenance"]["costs"]["syscall"]["method"] == "direct"
+    assert "# direct: syscall median" in f.read_text()
+
+
+# ------------------------------------------------------------------ the bundled profile and the defaults
+
+
+def test_costs_defaults_are_the_bundled_calibration():
+    params = load_params(DEFAULT_PARAMS)
+    defaults = Costs()
+    for f in dataclasses.fields(Costs):
+        assert getattr(defaults, f.name) == params.costs[f.name], f.name
+        assert "default profile" in f.metadata["source"] or "not measured" in f.metadata["source"], f.name
+
+
+def test_bundled_profile_has_the_composites(profile):
+    assert profile.item("messaging").get_series("groups_2") is not None
+    assert profile.options.mode == "full" and not profile.options.modify_system
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_calibrate_cli_writes_params_and_report(tmp_path, capsys):
+    out = tmp_path / "x-params.toml"
+    rc = main(["calibrate", str(DEFAULT_PROFILE), "--out", str(out), "--seeds", "1", "--bootstrap", "5", "--no-progress"])
+    stdout, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "parameters" in stdout and "held back" in stdout
+    assert load_params(out).costs
+    report = json.loads((tmp_path / "x-params.fit.json").read_text())
+    assert {"parameters", "outcomes", "costs", "held_back_items", "machine"} <= report.keys()
+    rc = main(["calibrate", str(DEFAULT_PROFILE), "--out", str(out), "--seeds", "0"])
+    assert rc == 2 and "--seeds: 0 is below 1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_validate_profile_rows_follow_the_contract(capsys):
+    rc = main(["validate", "--profile", str(DEFAULT_PROFILE), "--seeds", "1", "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    doc = json.loads(out)
+    rows = doc["rows"]
+    assert {r["config"].split(":")[0] for r in rows} == {"groups_1", "groups_2", "groups_4"}
+    for r in rows:
+        assert r["story"] == "profile:default" and r["role"] == "predicted" and r["target"] == 0.25
+        assert r["unit"] == "s" and r["reference"] > 0 and r["simulated"] > 0
+        assert "items.messaging.series[" in r["source"]
+        assert r["rel_error"] == pytest.approx((r["simulated"] - r["reference"]) / r["reference"])
+    assert any("netns_script" in p for p in doc["pending"]) == (
+        load_profile(DEFAULT_PROFILE).items["netns_script"].status == "ok"
+    )

@@ -1,0 +1,108 @@
+"""The collector items the calibration added (pipe_costs, irq_cost, messaging, netns_script) and
+`rcusim collect`: output validated by the schema, the non-root path, and cleanup of every
+namespace and veth pair when netns_script is interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from calibration.profile import load_profile
+from tests.test_collector import _run_unprivileged, collector  # noqa: F401 - the session fixture
+
+NETNS_DIR = Path("/var/run/netns")
+
+
+def _links() -> str:
+    return subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+
+
+def test_new_items_quick_run_validates(collector, tmp_path):  # noqa: F811
+    out = tmp_path / "p.json"
+    items = "pipe_costs,irq_cost,messaging,fork_exec,netns_script"
+    res = subprocess.run([collector, "--quick", "--items", items, "--out", out], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    prof = load_profile(out)
+    pipe = prof.item("pipe_costs")
+    labels = {s.label for s in pipe.series or ()}
+    assert {"write", "read", "clock_read", "write_wakes_local_reader"} <= labels
+    assert {s.label for s in prof.item("fork_exec").series or ()} == {"fork_exec_wait", "fork_exit_wait", "fork_call"}
+    irq = prof.item("irq_cost")
+    assert {"tick", "hrtimer"} <= {s.label for s in irq.series or ()}
+    msg = prof.item("messaging")
+    assert msg.params["held_back"] is True
+    for s in msg.series or ():
+        assert s.samples_total >= 1 and s.params["messages"] == s.params["groups"] * 20 * 20 * s.params["loops"]
+        assert s.params["voluntary_switches_per_run"] >= 0
+    ns = prof.items["netns_script"]
+    if os.geteuid() == 0 and shutil.which("ip"):
+        assert ns.status == "ok", ns.reason
+        assert ns.routers_per_s is not None and ns.routers_per_s.overall > 0
+        assert {s.label for s in ns.series or ()} == {"netns_add", "exec_lo_up", "exec_sysctl", "veth_add_1", "veth_add_2"}
+        pid_prefix = "rcusim-"
+        assert not [p for p in NETNS_DIR.glob(f"{pid_prefix}*")] if NETNS_DIR.exists() else True
+    else:
+        assert ns.status == "skipped"
+
+
+def test_netns_script_skips_without_root(collector):  # noqa: F811
+    res = _run_unprivileged(collector, ["--quick", "--items", "netns_script,pipe_costs"])
+    assert res.returncode == 0, res.stderr
+    prof = json.loads(res.stdout)
+    ns = prof["items"]["netns_script"]
+    assert ns["status"] == "skipped" and "root" in ns["reason"]
+    assert prof["items"]["pipe_costs"]["status"] == "ok"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"), reason="needs root and ip (iproute2)")
+def test_sigint_during_netns_script_removes_every_namespace_and_veth(collector, tmp_path):  # noqa: F811
+    dir_existed = NETNS_DIR.exists()
+    out = tmp_path / "p.json"
+    proc = subprocess.Popen(
+        [collector, "--items", "netns_script", "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    prefix = f"rcusim-{proc.pid}-"
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if NETNS_DIR.exists() and len(list(NETNS_DIR.glob(f"{prefix}*"))) >= 4:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "netns_script finished before it could be interrupted"
+        assert f"rs{proc.pid % 10_000_000}o" in _links()
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert rc in (-signal.SIGINT, 128 + signal.SIGINT), stderr
+    assert "interrupted by SIGINT" in stderr
+    assert not (NETNS_DIR.exists() and list(NETNS_DIR.glob(f"{prefix}*")))
+    links = _links()
+    for kind in "oigh":
+        assert f"rs{proc.pid % 10_000_000}{kind}" not in links
+    assert NETNS_DIR.exists() == dir_existed or list(NETNS_DIR.iterdir())
+    assert not out.exists()
+
+
+def test_collect_verb_runs_validates_and_writes(collector, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "c.json"
+    rc = main(["collect", "--quick", "--items", "syscall,timerfd_arm_cancel", "--collector", str(collector), "--out", str(out)])
+    stdout, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "[1/2] syscall" in err  # progress lines (no terminal: printed as they come)
+    assert f"profile written to {out}" in stdout
+    prof = load_profile(out)
+    assert list(prof.items) == ["syscall", "timerfd_arm_cancel"]
+    rc = main(["collect", "--items", "syscall,nope", "--collector", str(collector), "--out", str(out)])
+    assert rc == 2 and "--items: unknown item 'nope'" in capsys.readouterr().err

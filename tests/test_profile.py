@@ -1,0 +1,221 @@
+"""Profiles: schema, versions and upgrades, one clear error per bad file (tested through the CLI),
+params files and how a run uses them."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from calibration.params import apply_params, load_params
+from calibration.profile import (
+    DEFAULT_PARAMS,
+    DEFAULT_PROFILE,
+    SCHEMA_FILE,
+    SCHEMA_VERSION,
+    load_profile,
+    schema_text,
+    validate_profile,
+)
+from sim.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def raw() -> dict:
+    return json.loads(DEFAULT_PROFILE.read_text())
+
+
+def small(raw: dict, items: tuple[str, ...] = ("syscall", "context_switch")) -> dict:
+    """A valid profile with only a few items (fast to write and load)."""
+    d = copy.deepcopy(raw)
+    d["items"] = {k: d["items"][k] for k in items}
+    return d
+
+
+def write(tmp_path: Path, data: object, name: str = "p.json") -> Path:
+    p = tmp_path / name
+    p.write_text(data if isinstance(data, str) else json.dumps(data))
+    return p
+
+
+def cli(args: list[str], capsys) -> tuple[int, str, str]:
+    rc = main(args)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# ------------------------------------------------------------------ schema
+
+
+def test_committed_json_schema_equals_the_generated_one():
+    assert SCHEMA_FILE.read_text() == schema_text(), "regenerate it: python -m calibration.profile --write-schema"
+
+
+def test_bundled_profile_validates_with_pydantic_and_json_schema(raw):
+    prof = load_profile(DEFAULT_PROFILE)
+    assert prof.schema_version == SCHEMA_VERSION and prof.upgraded_from is None
+    assert prof.cpus >= 1 and prof.items["syscall"].status == "ok"
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(raw, json.loads(SCHEMA_FILE.read_text()))
+
+
+def v0_of(raw: dict) -> dict:
+    """What collector 0.0.x wrote (schema 0): see calibration/profile.py."""
+    d = small(raw, ("syscall", "pipe_message"))
+    d["schema_version"] = 0
+    for key in ("kind", "warnings", "settings_changed"):
+        d.pop(key)
+    d["machine"].pop("cpus_allowed")
+    for item in d["items"].values():
+        for obj in [item, *item.get("series", [])]:
+            obj.pop("samples_total")
+            obj.pop("histogram")
+    return d
+
+
+def test_v0_profile_is_upgraded(tmp_path, raw):
+    prof = load_profile(write(tmp_path, v0_of(raw)))
+    assert prof.upgraded_from == 0 and prof.schema_version == SCHEMA_VERSION
+    assert prof.kind == "rcusim-profile" and prof.warnings == [] and prof.settings_changed == []
+    online = raw["machine"]["cpus_online"]["count"]
+    assert prof.machine.cpus_allowed.count == online
+    new = raw["items"]["syscall"]
+    up = prof.items["syscall"]
+    assert up.samples_total == new["samples_total"]
+    # the histogram is rebuilt from the stored samples exactly as the collector builds it
+    if new["samples_total"] == len(new["samples"]):
+        assert [list(b) for b in up.histogram.buckets] == new["histogram"]["buckets"]
+    assert prof.items["pipe_message"].get_series("same_cpu_pingpong") is not None
+
+
+# ------------------------------------------------------------------ bad profiles: one line each, through the CLI
+
+
+def _bad_cases(raw: dict) -> dict[str, tuple[object, str]]:
+    good = small(raw)
+    text = json.dumps(good)
+    newer = dict(good, schema_version=SCHEMA_VERSION + 1)
+    no_items = {k: v for k, v in good.items() if k != "items"}
+    negative = copy.deepcopy(good)
+    negative["items"]["syscall"]["samples"][3] = -5.0
+    wrong_type = copy.deepcopy(good)
+    wrong_type["items"]["syscall"]["samples_total"] = "many"
+    bad_stats = copy.deepcopy(good)
+    bad_stats["items"]["syscall"]["stats"]["count"] += 1
+    not_profile = {"hello": "world"}
+    return {
+        "truncated": (text[: len(text) // 2], "truncated"),
+        "empty": ("", "is empty"),
+        "newer": (newer, f"schema_version: {SCHEMA_VERSION + 1} is newer than this rcusim reads"),
+        "missing items": (no_items, "items: is required"),
+        "negative samples": (negative, "items.syscall.samples[3]: -5.0 is negative"),
+        "wrong type": (wrong_type, "items.syscall.samples_total: input should be a valid integer"),
+        "inconsistent stats": (bad_stats, "items.syscall: stats.count"),
+        "not a profile": (not_profile, "kind: is None, not 'rcusim-profile'"),
+        "not an object": ([1, 2], "expected a JSON object"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "truncated",
+        "empty",
+        "newer",
+        "missing items",
+        "negative samples",
+        "wrong type",
+        "inconsistent stats",
+        "not a profile",
+        "not an object",
+    ],
+)
+def test_bad_profile_gives_one_clear_line_and_exit_2(case, tmp_path, raw, capsys):
+    data, words = _bad_cases(raw)[case]
+    p = write(tmp_path, data)
+    for args in (["calibrate", str(p), "--out", str(tmp_path / "o.toml")], ["validate", "--profile", str(p)]):
+        rc, out, err = cli(args, capsys)
+        assert rc == 2, (case, args, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1, err
+        assert lines[0].startswith(f"rcusim: error: {p}"), lines[0]
+        assert words in lines[0], lines[0]
+        assert "Traceback" not in err
+
+
+def test_missing_item_needed_by_the_fit_is_named(tmp_path, raw, capsys):
+    p = write(tmp_path, small(raw))  # no pipe_costs
+    rc, _, err = cli(["calibrate", str(p), "--out", str(tmp_path / "o.toml")], capsys)
+    assert rc == 2
+    assert "items.pipe_costs: is missing from the profile (collect it: rcusim collect --items pipe_costs" in err
+
+
+def test_profile_without_composites_cannot_be_validated(tmp_path, raw, capsys):
+    p = write(tmp_path, small(raw))
+    rc, _, err = cli(["validate", "--profile", str(p), "--params", str(DEFAULT_PARAMS)], capsys)
+    assert rc == 2 and "items.messaging: is missing" in err
+
+
+def test_missing_file_and_validate_profile_error():
+    with pytest.raises(ConfigError, match="no such profile file"):
+        load_profile("/nonexistent/p.json")
+    with pytest.raises(ConfigError, match="expected a JSON object"):
+        validate_profile("x")
+
+
+# ------------------------------------------------------------------ params files and runs
+
+
+def test_params_file_loads_and_rejects_bad_values(tmp_path):
+    params = load_params(DEFAULT_PARAMS)
+    assert params.costs["syscall"] > 0 and "jitter_cv" in params.costs
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[costs]\nsyscal = 3\n")
+    with pytest.raises(ConfigError, match="costs.syscal: unknown key"):
+        load_params(bad)
+    bad.write_text("[costs]\nwakeup = -3\n")
+    with pytest.raises(ConfigError, match="costs.wakeup: -3 ns is negative"):
+        load_params(bad)
+    bad.write_text("[cost]\nwakeup = 3\n")
+    with pytest.raises(ConfigError, match="cost: unknown section"):
+        load_params(bad)
+
+
+def test_apply_params_merges_costs_and_kernel_sections():
+    from calibration.params import Params
+
+    data = {"costs": {"wakeup": 1, "tick": 2}, "kernel": {"hz": 100}}
+    apply_params(data, Params("x", {"wakeup": 5}, {"rcu": {"blimit": 3}}))
+    assert data == {"costs": {"wakeup": 5, "tick": 2}, "kernel": {"hz": 100, "rcu": {"blimit": 3}}}
+
+
+SMALL = [
+    "--set",
+    "workload.groups=1",
+    "--set",
+    "workload.senders=2",
+    "--set",
+    "workload.receivers=2",
+    "--set",
+    "workload.loops=5",
+]
+
+
+def test_run_with_params_then_set_wins(tmp_path, capsys):
+    f = tmp_path / "p.toml"
+    f.write_text("[costs]\nwakeup = 7777\ncontext_switch = 1234\n")
+    rc, out, err = cli(["run", "messaging-demo", "--json", "--params", str(f), "--set", "costs.wakeup=42", *SMALL], capsys)
+    assert rc == 0, err
+    costs = json.loads(out)["params"]["costs"]
+    assert costs["context_switch"] == 1234 and costs["wakeup"] == 42
+    rc, _, err = cli(["run", "messaging-demo", "--params", str(tmp_path / "none.toml")], capsys)
+    assert rc == 2 and "no such params file" in err
+
+
+def test_run_with_profile_uses_its_params_file(tmp_path, capsys):
+    rc, out, err = cli(["run", "messaging-demo", "--json", "--profile", str(DEFAULT_PROFILE), *SMALL], capsys)
+    assert rc == 0, err
+    assert json.loads(out)["params"]["costs"] == load_params(DEFAULT_PARAMS).costs
