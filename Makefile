@@ -7,7 +7,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install run demo test lint typecheck unit bench clean
+.PHONY: install run demo test lint typecheck unit bench clean browser-deps
 
 $(STAMP): pyproject.toml
 	@$(PY) -m venv $(VENV) 2>/dev/null || { \
@@ -24,9 +24,17 @@ $(COLLECTOR): $(wildcard calibration/collector/*.c calibration/collector/*.h) ca
 
 install: $(STAMP) $(COLLECTOR)
 
-# The main job. Until the explorer lands it runs the demo scenario and prints its table.
+# The main job: the what-if explorer (Streamlit) on the bundled default profile, at
+# http://localhost:8501 (rcusim app --port N for another port).
 run: install
-	$(BIN)/rcusim run messaging-demo
+	$(BIN)/rcusim app
+
+# Headless Chromium for the browser tests (tests/test_browser.py): Debian's package, installed
+# with apt only when /usr/bin/chromium is missing; the tests skip, saying why, if it cannot be.
+browser-deps:
+	@[ -x /usr/bin/chromium ] || { echo "installing chromium with apt for the browser tests"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+	  || echo "chromium could not be installed: the browser tests will be skipped"
 
 demo: run
 
@@ -41,10 +49,10 @@ unit: install
 	$(BIN)/python -m pytest -q
 
 # The whole suite, as CI runs it (.ci/run).
-test: install lint typecheck unit
+test: install browser-deps lint typecheck unit
 
 bench: install
-	$(BIN)/python benchmarks/engine.py
+	$(BIN)/python benchmarks/all.py
 
 clean:
 	$(MAKE) -C calibration/collector clean

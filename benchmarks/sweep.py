@@ -1,0 +1,67 @@
+"""Sweep throughput: runs per second of one sweep on 1 worker and on 2 workers (target >= 1.8x).
+
+The sweep is the messaging demo over a grid (preemption model x cost jitter) with replications:
+16 runs of similar size, each a full simulation of about a second, as in a real sweep. ``--workers 1`` runs in this process;
+``--workers 2`` in two local worker processes (their start-up is part of the measured time).
+With ``--dask`` the same sweep also runs on a Dask LocalCluster of 2 single-threaded worker
+processes started here (cluster start-up not timed). Prints figures only; nothing here is a test.
+
+    python benchmarks/sweep.py [--loops N] [--replications N] [--dask]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from calibration import sweep as sw  # noqa: E402
+from sim import scenario as sc  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def timed(data, axes, reps: int, workers: int | None = None, scheduler: str | None = None) -> tuple[float, sw.SweepSummary]:
+    t0 = time.perf_counter()
+    s = sw.sweep(data, axes, replications=reps, workers=workers, scheduler=scheduler)
+    return time.perf_counter() - t0, s
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--loops", type=int, default=200, help="messages per sender and receiver (run size)")
+    ap.add_argument("--replications", type=int, default=4)
+    ap.add_argument("--dask", action="store_true", help="also run on a Dask LocalCluster of 2 workers")
+    a = ap.parse_args()
+    data = sc.load(ROOT / "scenarios" / "messaging-demo.toml", {"workload.loops": a.loops})
+    axes = sw.parse_grid(["kernel.preempt=voluntary,full", "costs.jitter_cv=0.05,0.1"])
+    n = len(sw.grid_points(axes)) * a.replications
+    grid = " x ".join(x.key + "=" + ",".join(x.texts) for x in axes)
+    print(
+        f"machine: {platform.machine()} {os.cpu_count()} CPUs, python {platform.python_version()}, load {os.getloadavg()[0]:.1f}"
+    )
+    print(f"sweep: messaging-demo (loops={a.loops}), grid {grid}, {a.replications} replications = {n} runs")
+    w1, s1 = timed(data, axes, a.replications, workers=1)
+    print(f"1 worker : {w1:6.2f} s = {n / w1:5.2f} runs/s")
+    w2, s2 = timed(data, axes, a.replications, workers=2)
+    print(f"2 workers: {w2:6.2f} s = {n / w2:5.2f} runs/s   speedup {w1 / w2:.2f}x (target >= 1.8x)")
+    assert s1.rows == s2.rows, "1 and 2 workers must give the same rows"
+    if a.dask:
+        from dask.distributed import LocalCluster
+
+        with LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.CRITICAL
+        ) as cluster:
+            wd, sd = timed(data, axes, a.replications, scheduler=cluster.scheduler_address)
+        print(f"Dask, 2 workers: {wd:6.2f} s = {n / wd:5.2f} runs/s   speedup {w1 / wd:.2f}x")
+        assert sd.rows == s1.rows, "the Dask cluster must give the same rows"
+
+
+if __name__ == "__main__":
+    main()
