@@ -1,0 +1,920 @@
+"""What the explorer's pages compute, without Streamlit.
+
+* **Knob forms.** :func:`section_knobs` describes every field of a configuration dataclass
+  (``sim.params``, each mechanism's ``[kernel.NAME]`` dataclass, each workload's) as a
+  :class:`Knob`: its dotted key, the kind of widget that edits it, its choices, bounds, unit,
+  documentation and source. A knob added to a dataclass in ``models/`` therefore appears in the
+  app with no change here. :func:`to_widget` / :func:`from_widget` convert between scenario
+  values and widget values.
+* **Scenarios.** A page starts from a bundled scenario mapping (plus a story's fitted values or
+  a profile's calibrated costs), applies the changed knobs as dotted overrides and validates
+  with :func:`sim.scenario.validate`, so every error is the project's one-line ``ConfigError``.
+  :func:`scenario_toml` writes the complete scenario (``sim.scenario.canonical``) so that
+  ``rcusim run FILE`` reproduces exactly what the page showed.
+* **Runs.** :func:`run_toml` runs a scenario given as TOML text (the cache key: scenario and
+  seed) and returns the result as JSON-able data plus, optionally, the Chrome trace.
+* **Tables and plots.** Metrics, series, latency percentiles and per-CPU figures as pandas
+  frames; a timeline (CPUs, kernel threads, grace periods, lock tracks...) cut from the trace's
+  events for a short window.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import dataclasses
+import fnmatch
+import hashlib
+import io
+import json
+import math
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+import tomli_w
+
+from sim import scenario as sc
+from sim.config import set_path, to_mapping
+from sim.errors import ConfigError
+from sim.params import Costs, KernelConfig, MachineConfig
+from sim.trace import CPU_PID, MODEL_PID, Tracer
+from sim.units import MS, US, DurationError, parse_duration
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIO_DIR = ROOT / "scenarios"
+FITS_DIR = ROOT / "calibration" / "fits"
+DOCS_DIR = ROOT / "docs"
+
+TRACE_LIMIT = 400_000  # events kept per run (the rest are counted as dropped in the file)
+LIST_CHOICE = "list of CPUs"
+
+
+def catalog() -> sc.Catalog:
+    import models
+
+    return models.catalog()
+
+
+# ---------------------------------------------------------------------------------- knobs
+@dataclass(frozen=True)
+class Knob:
+    """One configuration field, described for a form.
+
+    ``kind``: ``bool``, ``choice`` (a Literal), ``choice_or_list`` (a Literal or a list, such as
+    ``kernel.rcu.nocb``), ``int``, ``float``, ``duration`` (integer ns, written "2 us"),
+    ``optional`` (may be left empty for the default, e.g. ``jiffies_till_first_fqs``),
+    ``list`` (comma-separated values) or ``text``.
+    """
+
+    key: str
+    name: str
+    kind: str
+    doc: str
+    source: str = ""
+    choices: tuple[Any, ...] = ()
+    unit: str | None = None
+    lo: float | None = None
+    hi: float | None = None
+
+    @property
+    def help(self) -> str:
+        text = self.doc
+        if self.source:
+            text += f"  \nsource: {self.source}"
+        return text
+
+
+def _strip_none(tp: Any) -> tuple[Any, bool]:
+    if get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        optional = len(args) < len(get_args(tp))
+        if len(args) == 1:
+            return args[0], optional
+        return typing.Union[tuple(args)], optional  # noqa: UP007 - rebuilt from parts
+    return tp, False
+
+
+def _knob_for(key: str, tp: Any, meta: Mapping[str, Any]) -> Knob:
+    base: dict[str, Any] = {
+        "key": key,
+        "name": key.rsplit(".", 1)[-1],
+        "doc": str(meta.get("doc", "")),
+        "source": str(meta.get("source", "")),
+        "unit": meta.get("unit"),
+        "lo": meta.get("min"),
+        "hi": meta.get("max"),
+    }
+    inner, optional = _strip_none(tp)
+    origin = get_origin(inner)
+    if origin in (typing.Union, types.UnionType):
+        args = get_args(inner)
+        lits = [a for a in args if get_origin(a) is Literal]
+        lists = [a for a in args if get_origin(a) is tuple]
+        if lits and lists:
+            return Knob(kind="choice_or_list", choices=tuple(x for lit in lits for x in get_args(lit)), **base)
+        return Knob(kind="text", **base)
+    if optional:
+        return Knob(kind="optional", **base)
+    if origin is Literal:
+        return Knob(kind="choice", choices=get_args(inner), **base)
+    if origin is tuple:
+        return Knob(kind="list", **base)
+    if meta.get("unit") == "ns":
+        return Knob(kind="duration", **base)
+    if inner is bool:
+        return Knob(kind="bool", **base)
+    if inner is int:
+        return Knob(kind="int", **base)
+    if inner is float:
+        return Knob(kind="float", **base)
+    return Knob(kind="text", **base)
+
+
+def section_knobs(cls: type, prefix: str) -> list[Knob]:
+    """Every init field of the configuration dataclass ``cls`` as a :class:`Knob` keyed
+    ``prefix.field`` (nested dataclasses are flattened)."""
+    hints = typing.get_type_hints(cls)
+    out: list[Knob] = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        tp = hints[f.name]
+        key = f"{prefix}.{f.name}"
+        if dataclasses.is_dataclass(tp):
+            out.extend(section_knobs(typing.cast(type, tp), key))
+            continue
+        out.append(_knob_for(key, tp, f.metadata))
+    return out
+
+
+@dataclass(frozen=True)
+class Section:
+    """A group of knobs shown together (``[machine]``, ``[kernel.rcu]``, ``[workload]``...)."""
+
+    key: str
+    title: str
+    doc: str
+    knobs: tuple[Knob, ...]
+
+
+def _first_line(text: str) -> str:
+    """The first paragraph of a docstring, on one line, with reST ``code`` as Markdown `code`."""
+    para: list[str] = []
+    for line in (text or "").strip().splitlines():
+        if not line.strip():
+            if para:
+                break
+            continue
+        para.append(line.strip())
+    return " ".join(para).replace("``", "`")
+
+
+def scenario_sections(scn: sc.Scenario, cat: sc.Catalog | None = None) -> list[Section]:
+    """The knob sections of ``scn``: scenario, machine, kernel, each mechanism, workload, costs."""
+    cat = cat if cat is not None else catalog()
+    out = [
+        Section(
+            "scenario",
+            "run",
+            "seed and stop condition",
+            tuple(k for k in section_knobs(sc.ScenarioMeta, "scenario") if k.name in ("seed", "duration", "max_time")),
+        ),
+        Section("machine", "machine", _first_line(MachineConfig.__doc__ or ""), tuple(section_knobs(MachineConfig, "machine"))),
+        Section(
+            "kernel", "kernel (scheduler)", _first_line(KernelConfig.__doc__ or ""), tuple(section_knobs(KernelConfig, "kernel"))
+        ),
+    ]
+    for name, mech in cat.mechanisms.items():
+        out.append(
+            Section(
+                f"kernel.{name}",
+                f"kernel.{name}",
+                _first_line(mech.doc or mech.config.__doc__ or ""),
+                tuple(section_knobs(mech.config, f"kernel.{name}")),
+            )
+        )
+    spec = cat.workloads[scn.workload_kind]
+    out.append(
+        Section(
+            "workload",
+            f"workload: {scn.workload_kind}",
+            _first_line(spec.doc or spec.config.__doc__ or ""),
+            tuple(section_knobs(spec.config, "workload")),
+        )
+    )
+    out.append(Section("costs", "costs", _first_line(Costs.__doc__ or ""), tuple(section_knobs(Costs, "costs"))))
+    return out
+
+
+def all_knobs(scn: sc.Scenario, cat: sc.Catalog | None = None) -> dict[str, Knob]:
+    return {k.key: k for s in scenario_sections(scn, cat) for k in s.knobs}
+
+
+def fmt_duration(ns: int) -> str:
+    """An exact, readable duration string: ``"2 us"``, ``"1.5 ms"``, ``"3536 ns"``; reading it
+    back with :func:`sim.units.parse_duration` gives ``ns`` again."""
+    for unit, name in ((1_000_000_000, "s"), (MS, "ms"), (US, "us")):
+        if abs(ns) >= unit:
+            text = f"{ns / unit:.9g} {name}"
+            try:
+                if parse_duration(text) == ns:
+                    return text
+            except DurationError:
+                pass
+    return f"{ns} ns"
+
+
+def get_path(mapping: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
+    node: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _fmt_item(v: Any, duration: bool) -> str:
+    if duration and isinstance(v, int) and not isinstance(v, bool):
+        return fmt_duration(v)
+    return str(v)
+
+
+def to_widget(knob: Knob, value: Any) -> Any:
+    """The widget value showing ``value`` (a canonical scenario value) for ``knob``."""
+    dur = knob.unit == "ns"
+    if knob.kind == "bool":
+        return bool(value)
+    if knob.kind in ("int",):
+        return int(value)
+    if knob.kind == "float":
+        return float(value)
+    if knob.kind == "choice":
+        return value
+    if knob.kind == "choice_or_list":
+        return value if not isinstance(value, (list, tuple)) else ", ".join(_fmt_item(v, dur) for v in value)
+    if knob.kind == "duration":
+        return fmt_duration(int(value))
+    if knob.kind == "list":
+        return ", ".join(_fmt_item(v, dur) for v in (value or []))
+    if knob.kind == "optional":
+        return "" if value is None else _fmt_item(value, dur)
+    return "" if value is None else str(value)
+
+
+def parse_list(text: str) -> list[Any]:
+    """``"1, 2, 3"`` or ``"[1, 2]"`` -> ``[1, 2, 3]``; items are TOML values or bare words."""
+    t = text.strip()
+    if t.startswith("[") and t.endswith("]"):
+        t = t[1:-1]
+    return [sc.parse_value(x.strip()) for x in t.split(",") if x.strip()]
+
+
+def from_widget(knob: Knob, value: Any) -> Any:
+    """The scenario value a widget holds (``None``: leave the key out, i.e. the default).
+    Values are passed on as typed; the scenario's validation names any problem."""
+    if knob.kind == "choice_or_list":
+        if isinstance(value, str) and value in knob.choices:
+            return value
+        return parse_list(str(value))
+    if knob.kind == "list":
+        return parse_list(str(value))
+    if knob.kind == "optional":
+        text = str(value).strip()
+        if not text:
+            return None
+        v = sc.parse_value(text)
+        return v
+    if knob.kind == "int":
+        return int(value)
+    if knob.kind == "duration":
+        text = str(value).strip()
+        v = sc.parse_value(text)
+        return v if isinstance(v, int) and not isinstance(v, bool) else text
+    return value
+
+
+def _same(knob: Knob, new: Any, old: Any) -> bool:
+    if knob.unit == "ns":
+
+        def norm(v: Any) -> Any:
+            try:
+                if isinstance(v, (list, tuple)):
+                    return [parse_duration(x) for x in v]
+                return parse_duration(v) if v is not None else None
+            except DurationError:
+                return ("unreadable", v)
+
+        return norm(new) == norm(old)
+    if isinstance(new, (list, tuple)) and isinstance(old, (list, tuple)):
+        return list(new) == list(old)
+    return bool(new == old and type(new) is type(old)) or (
+        isinstance(new, (int, float)) and isinstance(old, (int, float)) and not isinstance(new, bool) and new == old
+    )
+
+
+def changed(knobs: Mapping[str, Knob], values: Mapping[str, Any], canon: Mapping[str, Any]) -> dict[str, Any]:
+    """The dotted overrides among ``values`` (key -> scenario value) that differ from the
+    canonical scenario ``canon``."""
+    out: dict[str, Any] = {}
+    for key, new in values.items():
+        old = get_path(canon, key)
+        knob = knobs[key]
+        if new is None:
+            if old is not None:
+                out[key] = None
+            continue
+        if not _same(knob, new, old):
+            out[key] = new
+    return out
+
+
+def apply(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of the scenario mapping ``base`` with dotted ``overrides`` set (a ``None``
+    value removes the key, restoring the default)."""
+    data = copy.deepcopy(dict(base))
+    for key, value in overrides.items():
+        if value is None:
+            parent = get_path(data, key.rsplit(".", 1)[0]) if "." in key else data
+            if isinstance(parent, dict):
+                parent.pop(key.rsplit(".", 1)[-1], None)
+            continue
+        set_path(data, key, value)
+    return data
+
+
+# ---------------------------------------------------------------------------------- scenarios
+def bundled_scenarios() -> list[str]:
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
+
+
+def scenario_path(name: str) -> Path:
+    p = SCENARIO_DIR / f"{name}.toml"
+    if not p.is_file():
+        raise ConfigError(name, "no such bundled scenario", f"bundled: {', '.join(bundled_scenarios())}")
+    return p
+
+
+def load_bundled(name: str) -> dict[str, Any]:
+    return sc.load(scenario_path(name))
+
+
+def scenario_kind(name: str) -> str:
+    try:
+        wl = load_bundled(name).get("workload", {})
+    except ConfigError:
+        return ""
+    return str(wl.get("kind", "")) if isinstance(wl, Mapping) else ""
+
+
+def resolve_fitted(canon: Mapping[str, Any], names: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Fitted values named by their bare field name (a fit file's ``[fitted]`` table, e.g.
+    ``mount_cost``) as dotted overrides: each name must match exactly one key of the canonical
+    scenario. Returns (overrides, names that matched none or several keys)."""
+    keys: dict[str, list[str]] = {}
+
+    def walk(node: Mapping[str, Any], prefix: str) -> None:
+        for k, v in node.items():
+            key = f"{prefix}{k}"
+            if isinstance(v, Mapping):
+                walk(v, key + ".")
+            else:
+                keys.setdefault(k, []).append(key)
+
+    walk(canon, "")
+    out: dict[str, Any] = {}
+    skipped: list[str] = []
+    for name, value in names.items():
+        if "." in name and get_path(canon, name) is not None:
+            out[name] = value
+            continue
+        found = keys.get(name, [])
+        if len(found) == 1:
+            out[found[0]] = value
+        else:
+            skipped.append(name)
+    return out, skipped
+
+
+def story_fit(story: str) -> dict[str, Any]:
+    """The ``[fitted]`` table of ``calibration/fits/STORY.toml`` (empty when there is none)."""
+    p = FITS_DIR / f"{story}.toml"
+    if not p.is_file():
+        return {}
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+    fitted = data.get("fitted", {})
+    return dict(fitted) if isinstance(fitted, Mapping) else {}
+
+
+def validate(data: Mapping[str, Any], cat: sc.Catalog | None = None) -> sc.Scenario:
+    return sc.validate(data, cat if cat is not None else catalog())
+
+
+def canonical(scn: sc.Scenario) -> dict[str, Any]:
+    return sc.canonical(scn)
+
+
+def scenario_toml(scn: sc.Scenario, header: str = "") -> str:
+    """The complete scenario as TOML (every default written out): ``rcusim run FILE`` runs
+    exactly this."""
+    lines = [f"# {x}" for x in header.splitlines()] if header else []
+    lines.append("# the complete scenario, every default written out: rcusim run THIS_FILE reproduces it")
+    return "\n".join(lines) + "\n" + tomli_w.dumps(sc.canonical(scn))
+
+
+def scenario_key(scn: sc.Scenario) -> str:
+    """The cache key of a run: the canonical scenario (its seed included) as TOML."""
+    return tomli_w.dumps(sc.canonical(scn))
+
+
+# ---------------------------------------------------------------------------------- runs
+@dataclass(frozen=True)
+class RunOutput:
+    """A run as the app keeps it: the result as JSON-able data and the trace, if recorded."""
+
+    result: dict[str, Any]
+    trace: bytes | None = None
+    trace_events: int = 0
+    trace_dropped: int = 0
+
+
+def run_toml(
+    toml_text: str, trace: bool = True, trace_limit: int = TRACE_LIMIT, progress: Callable[[float], None] | None = None
+) -> RunOutput:
+    """Run the scenario written as ``toml_text`` (its seed is in it)."""
+    try:
+        data = tomllib.loads(toml_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("scenario", f"not valid TOML: {exc}", "fix the syntax at the position shown") from None
+    cat = catalog()
+    scn = sc.validate(data, cat)
+    tracer = Tracer(limit=trace_limit) if trace else None
+    res = sc.run(scn, cat, tracer=tracer, progress=progress)
+    if tracer is None:
+        return RunOutput(res.to_json())
+    buf = io.StringIO()
+    tracer.write(buf)
+    return RunOutput(res.to_json(), buf.getvalue().encode("utf-8"), len(tracer.events), tracer.dropped)
+
+
+# ---------------------------------------------------------------------------------- tables
+def _num(v: Any) -> float:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    return math.nan
+
+
+def pick_metrics(metrics: Mapping[str, Any], patterns: Sequence[str]) -> list[str]:
+    """Metric names matching ``patterns`` (fnmatch), in pattern order then metric order."""
+    out: list[str] = []
+    for pat in patterns:
+        for name in metrics:
+            if fnmatch.fnmatchcase(name, pat) and name not in out:
+                out.append(name)
+    return out
+
+
+def metrics_rows(runs: Sequence[tuple[str, Mapping[str, Any]]], names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """One row per run: ``run`` label, seed and the metrics (``names`` or all)."""
+    rows = []
+    for label, res in runs:
+        metrics = res.get("metrics", {})
+        row: dict[str, Any] = {"run": label, "seed": res.get("seed")}
+        for k in names if names is not None else metrics:
+            row[k] = _num(metrics.get(k))
+        rows.append(row)
+    return rows
+
+
+def flat_figures(res: Mapping[str, Any]) -> dict[str, float]:
+    """A result's figures as one flat mapping (metrics, then latency statistics)."""
+    out = {k: _num(v) for k, v in res.get("metrics", {}).items()}
+    for name, s in res.get("latency", {}).items():
+        if not s or not s.get("count"):
+            continue
+        for stat in ("mean", "p50", "p90", "p99", "max"):
+            if s.get(stat) is not None:
+                out[f"{name}.{stat}"] = _num(s[stat])
+    return out
+
+
+def results_csv(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """Every run's figures as CSV: one row per run, columns run, scenario, seed, then every
+    metric and latency statistic any run reports (empty where a run has none)."""
+    flats = [(label, res, flat_figures(res)) for label, res in runs]
+    cols: list[str] = []
+    for _, _, f in flats:
+        for k in f:
+            if k not in cols:
+                cols.append(k)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["run", "scenario", "seed", *cols])
+    for label, res, f in flats:
+        w.writerow([label, res.get("scenario", ""), res.get("seed", ""), *(_csv_cell(f.get(c)) for c in cols)])
+    return buf.getvalue()
+
+
+def _csv_cell(v: float | None) -> str:
+    if v is None or not math.isfinite(v):
+        return ""
+    return repr(v)
+
+
+def series_rows(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Every run's series in long form: run, series, x name, x, y name, y. A series is a list
+    of records; its first field is the x axis and every other numeric field a y."""
+    rows = []
+    for label, res in runs:
+        for sname, records in (res.get("series") or {}).items():
+            if not isinstance(records, list) or not records or not isinstance(records[0], Mapping):
+                continue
+            fields = list(records[0])
+            xname = fields[0]
+            for rec in records:
+                for yname in fields[1:]:
+                    y = rec.get(yname)
+                    if isinstance(y, (int, float)) and not isinstance(y, bool):
+                        rows.append(
+                            {
+                                "run": label,
+                                "series": sname,
+                                "x_name": xname,
+                                "x": _num(rec.get(xname)),
+                                "y_name": yname,
+                                "y": float(y),
+                            }
+                        )
+    return rows
+
+
+def series_csv(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["run", "series", "x_name", "x", "y_name", "y"])
+    for r in series_rows(runs):
+        w.writerow([r["run"], r["series"], r["x_name"], _csv_cell(r["x"]), r["y_name"], _csv_cell(r["y"])])
+    return buf.getvalue()
+
+
+LATENCY_STATS = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("max", 100.0))
+
+
+def latency_rows(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Latency percentiles (µs) of every run: run, latency, percentile, value_us, count."""
+    rows = []
+    for label, res in runs:
+        for name, s in (res.get("latency") or {}).items():
+            if not s or not s.get("count"):
+                continue
+            for stat, q in LATENCY_STATS:
+                v = s.get(stat)
+                if v is None:
+                    continue
+                rows.append(
+                    {"run": label, "latency": name, "percentile": q, "stat": stat, "value_us": v / 1000.0, "count": s["count"]}
+                )
+    return rows
+
+
+def cpu_rows(res: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per-CPU shares of time (%) of one run, by state."""
+    total = res.get("sim_ns") or 1
+    out = []
+    for c in res.get("cpus", []):
+        row: dict[str, Any] = {"cpu": c.get("cpu")}
+        for k in ("user_ns", "kernel_ns", "irq_ns", "softirq_ns", "switch_ns", "idle_exit_ns", "idle_ns"):
+            if k in c:
+                row[k[:-3]] = 100.0 * c[k] / total
+        row["switches"] = c.get("switches")
+        row["ipis"] = c.get("ipis")
+        out.append(row)
+    return out
+
+
+def run_label(overrides: Mapping[str, Any], focus: Sequence[str], canon: Mapping[str, Any]) -> str:
+    """A short label for a run: the focus knobs' values, then the other changed keys."""
+    parts = []
+    for key in focus[:3]:
+        v = get_path(canon, key)
+        if v is not None:
+            parts.append(f"{key.rsplit('.', 1)[-1]}={_short(v)}")
+    for key, v in overrides.items():
+        if key not in focus[:3] and not key.startswith("scenario."):
+            parts.append(f"{key.rsplit('.', 1)[-1]}={_short(v)}")
+    seed = get_path(canon, "scenario.seed")
+    if seed is not None:
+        parts.append(f"seed={seed}")
+    return " ".join(parts) or "as bundled"
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(str(x) for x in v) + "]"
+    return str(v)
+
+
+# ---------------------------------------------------------------------------------- trace
+KTHREAD_PATTERNS = ("rcu_*", "rcuo*", "ksoftirqd/*", "softirq-*", "kworker*", "migration/*", "busy/*")
+
+
+def parse_trace(data: bytes | str) -> dict[str, Any]:
+    doc = json.loads(data)
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise ConfigError("trace", "is not a Chrome trace-event document", "expected an object with traceEvents")
+    return doc
+
+
+@dataclass(frozen=True)
+class Track:
+    pid: int
+    tid: int
+    name: str
+    sort: int
+
+
+def trace_tracks(doc: Mapping[str, Any]) -> list[Track]:
+    names: dict[tuple[int, int], str] = {}
+    sorts: dict[tuple[int, int], int] = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") != "M":
+            continue
+        key = (e.get("pid", 0), e.get("tid", 0))
+        if e.get("name") == "thread_name":
+            names[key] = str(e["args"]["name"])
+        elif e.get("name") == "thread_sort_index":
+            sorts[key] = int(e["args"]["sort_index"])
+    return sorted((Track(p, t, n, sorts.get((p, t), t)) for (p, t), n in names.items()), key=lambda tr: (tr.pid, tr.sort, tr.tid))
+
+
+def task_names(doc: Mapping[str, Any]) -> list[str]:
+    """Names of the tasks that ran on CPUs (user and kernel spans), in order of first run."""
+    seen: dict[str, None] = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X" and e.get("pid") == CPU_PID and e.get("cat") in ("user", "kernel"):
+            seen.setdefault(str(e["name"]), None)
+    return list(seen)
+
+
+def kthread_names(doc: Mapping[str, Any]) -> list[str]:
+    """Tasks whose names are kernel threads (``KTHREAD_PATTERNS``: rcu_sched, rcuog/0, rcuoc/1,
+    ksoftirqd/0, softirq-timer/2, kworker...)."""
+    return [n for n in task_names(doc) if any(fnmatch.fnmatchcase(n, p) for p in KTHREAD_PATTERNS)]
+
+
+def trace_extent_us(doc: Mapping[str, Any]) -> tuple[float, float]:
+    lo, hi = math.inf, 0.0
+    for e in doc["traceEvents"]:
+        ts = e.get("ts")
+        if ts is None or e.get("ph") == "M":
+            continue
+        lo = min(lo, ts)
+        hi = max(hi, ts + e.get("dur", 0.0))
+    return (0.0, 0.0) if lo == math.inf else (lo, hi)
+
+
+def default_window_us(doc: Mapping[str, Any], length_us: float = 20_000.0) -> tuple[float, float]:
+    """A short window worth looking at: from the start of the first model span (a grace period,
+    a lock hold...) or else of the first CPU span, ``length_us`` long."""
+    lo, hi = trace_extent_us(doc)
+    first_model = min((e["ts"] for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("pid") == MODEL_PID), default=None)
+    start = first_model if first_model is not None else lo
+    start = max(lo, start - length_us * 0.1)
+    return start, min(hi, start + length_us) if hi > start else start + length_us
+
+
+def timeline_rows(
+    doc: Mapping[str, Any], t0_us: float, t1_us: float, tasks: Iterable[str] = (), max_spans: int = 6000
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], bool]:
+    """The spans and instants of the window [t0, t1] (ms on the axis), one row per track:
+    every CPU, then each task of ``tasks`` (its spans gathered from all CPUs, e.g. the rcuo
+    kthreads), then every model track (grace periods, timers, locks...). Returns (spans,
+    instants, truncated)."""
+    label = {(tr.pid, tr.tid): tr.name for tr in trace_tracks(doc)}
+    follow = set(tasks)
+    spans: list[dict[str, Any]] = []
+    instants: list[dict[str, Any]] = []
+    truncated = False
+    for e in doc["traceEvents"]:
+        ph = e.get("ph")
+        if ph not in ("X", "i"):
+            continue
+        ts = e["ts"]
+        end = ts + e.get("dur", 0.0)
+        if end < t0_us or ts > t1_us:
+            continue
+        row = label.get((e.get("pid", 0), e.get("tid", 0)), f"track {e.get('tid')}")
+        if ph == "i":
+            if len(instants) < max_spans:
+                instants.append({"row": row, "t_ms": ts / 1000.0, "name": str(e.get("name", ""))})
+            continue
+        cat = str(e.get("cat", ""))
+        kind = "model" if e.get("pid") == MODEL_PID else cat
+        rec = {
+            "row": row,
+            "start_ms": max(ts, t0_us) / 1000.0,
+            "end_ms": min(end, t1_us) / 1000.0,
+            "name": str(e.get("name", "")),
+            "kind": kind,
+            "cpu": row if e.get("pid") == CPU_PID else "",
+            "dur_us": e.get("dur", 0.0),
+        }
+        if len(spans) >= max_spans:
+            truncated = True
+            break
+        spans.append(rec)
+        if e.get("pid") == CPU_PID and cat in ("user", "kernel") and rec["name"] in follow:
+            spans.append({**rec, "row": f"task {rec['name']}"})
+    return spans, instants, truncated
+
+
+def row_order(rows: Iterable[str]) -> list[str]:
+    """Timeline rows top to bottom: CPUs by number, followed tasks, then model tracks."""
+
+    def key(r: str) -> tuple[int, int, str]:
+        if r.startswith("CPU "):
+            m = re.match(r"CPU (\d+)", r)
+            return (0, int(m.group(1)) if m else 0, r)
+        if r.startswith("task "):
+            return (1, 0, r)
+        return (2, 0, r)
+
+    return sorted(set(rows), key=key)
+
+
+def model_span_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Durations (ms) of every span on a model track (grace periods, lock holds...): the
+    distributions the timeline's tracks summarise."""
+    label = {(tr.pid, tr.tid): tr.name for tr in trace_tracks(doc)}
+    return [
+        {"track": label.get((e.get("pid", 0), e.get("tid", 0)), "?"), "dur_ms": e.get("dur", 0.0) / 1000.0}
+        for e in doc["traceEvents"]
+        if e.get("ph") == "X" and e.get("pid") == MODEL_PID
+    ]
+
+
+# ---------------------------------------------------------------------------------- profiles
+@dataclass(frozen=True)
+class MachineProfile:
+    """What a profile gives a scenario: calibrated costs, mechanism parameters and the
+    measured machine's CPU count and HZ."""
+
+    label: str
+    costs: dict[str, Any]
+    kernel: dict[str, Any]
+    cpus: int | None
+    hz: int | None
+    note: str = ""
+
+
+def bundled_profile() -> MachineProfile:
+    """The bundled profile of the development machine, with the parameters ``rcusim
+    calibrate`` fitted to it (``calibration/profiles/default-params.toml``)."""
+    from calibration.params import load_params
+    from calibration.profile import DEFAULT_PARAMS, DEFAULT_PROFILE, load_profile
+
+    prof = load_profile(DEFAULT_PROFILE)
+    params = load_params(DEFAULT_PARAMS)
+    return MachineProfile(
+        f"bundled: {DEFAULT_PROFILE.name} ({prof.machine.cpu_model or 'unknown CPU'}, {prof.cpus} CPUs, HZ {prof.hz})",
+        dict(params.costs),
+        {k: dict(v) for k, v in params.kernel.items()},
+        prof.cpus,
+        prof.hz,
+        f"costs calibrated in {DEFAULT_PARAMS.name}",
+    )
+
+
+def profile_from_json(data: bytes, name: str, progress: Callable[[str, float], None] | None = None) -> MachineProfile:
+    """A collector profile uploaded as JSON: validated (``calibration.profile``), then
+    calibrated (``calibration.fit.calibrate``, one seed, no bootstrap intervals)."""
+    from calibration.fit import calibrate
+    from calibration.profile import validate_profile
+
+    text = data.decode("utf-8", errors="replace")
+    if not text.strip():
+        raise ConfigError(name, "is empty", "upload a JSON profile written by rcusim collect")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            name, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "upload the file rcusim collect wrote"
+        ) from None
+    prof = validate_profile(raw, name)
+    cal = calibrate(prof, seeds=1, bootstrap=0, progress=progress)
+    return MachineProfile(
+        f"uploaded: {name} ({prof.machine.cpu_model or 'unknown CPU'}, {prof.cpus} CPUs, HZ {prof.hz})",
+        dict(cal.costs_mapping()),
+        {},
+        prof.cpus,
+        prof.hz,
+        "costs calibrated now (one seed, no intervals); rcusim calibrate gives intervals",
+    )
+
+
+def apply_profile(data: Mapping[str, Any], prof: MachineProfile | None, cpus: int | None, hz: int | None) -> dict[str, Any]:
+    """``data`` with the profile's costs and mechanism parameters merged, and the CPU count and
+    HZ set (hand-set values win over the profile's)."""
+    out = copy.deepcopy(dict(data))
+    if prof is not None:
+        from calibration.params import Params, apply_params
+
+        apply_params(out, Params(prof.label, dict(prof.costs), dict(prof.kernel)))
+    if cpus is not None:
+        set_path(out, "machine.cpus", int(cpus))
+    if hz is not None:
+        set_path(out, "kernel.hz", int(hz))
+    return out
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------------------------- A/B
+def ab_effect_rows(comparison: Any) -> list[dict[str, Any]]:
+    """The effects of a :class:`calibration.prescreen.Comparison` as table rows (effects and
+    their interval in %)."""
+    rows = []
+    for e in comparison.effects:
+        rows.append(
+            {
+                "metric": e.metric,
+                "better": e.direction or "?",
+                "A mean": e.base_mean,
+                "B mean": e.patch_mean,
+                "effect %": 100 * e.effect if math.isfinite(e.effect) else math.nan,
+                "CI low %": 100 * e.ci_low if math.isfinite(e.ci_low) else math.nan,
+                "CI high %": 100 * e.ci_high if math.isfinite(e.ci_high) else math.nan,
+                "verdict": e.verdict,
+                "worth a lab run": e.lab_run,
+            }
+        )
+    return rows
+
+
+def ab_run_rows(comparison: Any, metric: str) -> list[dict[str, Any]]:
+    rows = []
+    for arm, runs in (("A", comparison.base_runs), ("B", comparison.patch_runs)):
+        for i, r in enumerate(runs):
+            if metric in r:
+                rows.append({"arm": arm, "replication": i, "seed": comparison.seeds[i], metric: r[metric]})
+    return rows
+
+
+def ab_runs_csv(comparison: Any) -> str:
+    metrics: list[str] = []
+    for r in comparison.base_runs + comparison.patch_runs:
+        for k in r:
+            if k not in metrics:
+                metrics.append(k)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["arm", "replication", "seed", *metrics])
+    for arm, runs in (("A", comparison.base_runs), ("B", comparison.patch_runs)):
+        for i, r in enumerate(runs):
+            w.writerow([arm, i, comparison.seeds[i], *(_csv_cell(r.get(m)) for m in metrics)])
+    return buf.getvalue()
+
+
+def plain_verdict(comparison: Any, metric: str) -> str:
+    """One sentence for a student: what B does to ``metric`` compared with A."""
+    e = next((x for x in comparison.effects if x.metric == metric), None)
+    if e is None:
+        return f"{metric} was not reported by both configurations."
+    conf = f"{100 * comparison.confidence:.0f}%"
+    if e.verdict == "not compared":
+        return f"{metric}: not compared ({e.note})."
+    span = f"between {100 * e.ci_low:+.1f}% and {100 * e.ci_high:+.1f}%"
+    if e.verdict == "no detectable effect":
+        return (
+            f"Over {comparison.replications} paired runs, B changes {metric} by {100 * e.effect:+.1f}% on average, but the "
+            f"{conf} interval ({span}) includes zero: no detectable difference."
+        )
+    word = {"improves": "better", "regresses": "worse", "changes": "different"}[e.verdict]
+    lab = {
+        "yes": " The effect is larger than the model's validated error: worth a lab run.",
+        "no": " It lies within the model's validated error: a lab run would not settle it.",
+        "unknown": "",
+    }[e.lab_run]
+    return (
+        f"B makes {metric} {word}: {100 * e.effect:+.1f}% on average over {comparison.replications} paired runs; "
+        f"with {conf} confidence the change is {span}.{lab}"
+    )
+
+
+def to_plain(obj: Any) -> Any:
+    """Frozen configuration objects as plain mappings (for display)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return to_mapping(obj)
+    return obj

@@ -1,0 +1,957 @@
+"""Streamlit drawing for the explorer's pages: knob forms, cached runs with progress, results,
+plots (altair, Streamlit's own charting dependency), the timeline and downloads.
+
+Every user error (:class:`sim.errors.RcusimError`: a bad knob value, a corrupt profile, a
+scenario that cannot finish) is shown with ``st.error`` as the project's one-line message; a
+page never shows a traceback. Runs are cached with ``st.cache_data`` by (scenario, seed): the
+key is the complete canonical scenario, whose seed is part of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from sim.errors import RcusimError
+
+from . import content, core
+
+log = logging.getLogger("rcusim.explorer")
+
+MAX_RUNS = 8  # runs kept per page (oldest dropped)
+SAFE_INT = 2**53 - 1  # the browser's number widgets are doubles
+
+
+# ---------------------------------------------------------------------------------- errors
+@contextlib.contextmanager
+def guard(where: str = "") -> Iterator[None]:
+    """Show a user error as one clear message; never a traceback on the page."""
+    try:
+        yield
+    except RcusimError as exc:
+        st.error(f"{where}{exc}", icon=":material/error:")
+    except Exception as exc:  # noqa: BLE001 - the page must stay usable; details go to the log
+        log.exception("explorer: unexpected error")
+        st.error(
+            f"{where}rcusim failed unexpectedly: {type(exc).__name__}: {exc}. This is a bug; the server log has the details.",
+            icon=":material/bug_report:",
+        )
+
+
+# ---------------------------------------------------------------------------------- knob widgets
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return "-"
+        if v != 0 and (abs(v) >= 1e6 or abs(v) < 1e-3):
+            return f"{v:.4g}"
+        return f"{v:,.4f}".rstrip("0").rstrip(".")
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def _init(key: str, value: Any) -> None:
+    if key not in st.session_state:
+        st.session_state[key] = value
+
+
+def knob_widget(knob: core.Knob, current: Any, key: str) -> Any:
+    """Draw the widget for ``knob`` showing ``current`` (the scenario's value) and return the
+    scenario value it now holds."""
+    label = knob.key
+    help_text = knob.help or None
+    kind = knob.kind
+    if kind == "bool":
+        _init(key, bool(current))
+        return st.checkbox(label, key=key, help=help_text)
+    if kind == "choice":
+        opts = list(knob.choices)
+        _init(key, current if current in opts else opts[0])
+        return st.selectbox(label, opts, key=key, help=help_text)
+    if kind == "choice_or_list":
+        opts = [*knob.choices, core.LIST_CHOICE]
+        is_list = isinstance(current, (list, tuple))
+        _init(key, core.LIST_CHOICE if is_list else (current if current in opts else opts[0]))
+        _init(key + "|list", core.to_widget(knob, current) if is_list else "")
+        mode = st.selectbox(label, opts, key=key, help=help_text)
+        if mode != core.LIST_CHOICE:
+            return mode
+        text = st.text_input(f"{label}: CPUs (comma-separated)", key=key + "|list", placeholder="e.g. 1, 2, 3")
+        return core.from_widget(knob, text)
+    if kind == "int":
+        lo = int(max(knob.lo, -SAFE_INT)) if knob.lo is not None else -SAFE_INT
+        hi = int(min(knob.hi, SAFE_INT)) if knob.hi is not None else SAFE_INT
+        _init(key, int(min(max(int(current), lo), hi)))
+        return int(st.number_input(label, min_value=lo, max_value=hi, step=1, key=key, help=help_text))
+    if kind == "float":
+        lo_f = float(knob.lo) if knob.lo is not None else None
+        hi_f = float(knob.hi) if knob.hi is not None else None
+        _init(key, float(current))
+        return float(st.number_input(label, min_value=lo_f, max_value=hi_f, key=key, help=help_text, format="%g"))
+    # text-like: durations ("2 us"), lists, optional values
+    _init(key, core.to_widget(knob, current))
+    placeholder = {"duration": "e.g. 2 us", "list": "comma-separated", "optional": "empty = the kernel's default"}.get(kind)
+    text = st.text_input(label, key=key, help=help_text, placeholder=placeholder)
+    return core.from_widget(knob, text)
+
+
+def knob_grid(knobs: Sequence[core.Knob], canon: Mapping[str, Any], prefix: str, columns: int = 3) -> dict[str, Any]:
+    """Widgets for ``knobs`` in a grid; returns dotted key -> scenario value."""
+    out: dict[str, Any] = {}
+    if not knobs:
+        return out
+    cols = st.columns(columns)
+    for i, knob in enumerate(knobs):
+        with cols[i % columns]:
+            out[knob.key] = knob_widget(knob, core.get_path(canon, knob.key), f"{prefix}|{knob.key}")
+    return out
+
+
+def section_forms(
+    sections: Sequence[core.Section],
+    canon: Mapping[str, Any],
+    prefix: str,
+    skip: Sequence[str] = (),
+    expanded: Sequence[str] = (),
+) -> dict[str, Any]:
+    """One expander per section (``[machine]``, ``[kernel.rcu]``, ``[workload]``...) with every
+    knob not in ``skip``."""
+    out: dict[str, Any] = {}
+    for s in sections:
+        knobs = [k for k in s.knobs if k.key not in skip]
+        if not knobs:
+            continue
+        with st.expander(f"{s.title} ({len(knobs)} knobs)", expanded=s.key in expanded):
+            if s.doc:
+                st.caption(s.doc)
+            out.update(knob_grid(knobs, canon, prefix))
+    return out
+
+
+def match_keys(knobs: Mapping[str, core.Knob], patterns: Sequence[str]) -> list[str]:
+    import fnmatch
+
+    out: list[str] = []
+    for pat in patterns:
+        for key in knobs:
+            if fnmatch.fnmatchcase(key, pat) and key not in out:
+                out.append(key)
+    return out
+
+
+def set_widgets(prefix: str, values: Mapping[str, Any], knobs: Mapping[str, core.Knob]) -> None:
+    """Put ``values`` (dotted key -> scenario value) into the widgets of ``prefix`` (used by the
+    named-configuration buttons, as an on_click callback)."""
+    for key, value in values.items():
+        knob = knobs.get(key)
+        if knob is None:
+            continue
+        wkey = f"{prefix}|{key}"
+        if knob.kind == "choice_or_list":
+            if isinstance(value, (list, tuple)):
+                st.session_state[wkey] = core.LIST_CHOICE
+                st.session_state[wkey + "|list"] = core.to_widget(knob, value)
+            else:
+                st.session_state[wkey] = value
+        else:
+            st.session_state[wkey] = core.to_widget(knob, value)
+
+
+# ---------------------------------------------------------------------------------- cached work
+class _Bar:
+    """A progress bar updated at most every 2 %, created lazily inside a cached function (so a
+    cache hit replays nothing visible: the bar is emptied at the end)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.bar = st.progress(0.0, text=text)
+        self.last = -1.0
+
+    def __call__(self, frac: float, label: str = "") -> None:
+        frac = min(1.0, max(0.0, float(frac)))
+        if frac - self.last >= 0.02 or frac >= 1.0:
+            self.last = frac
+            self.bar.progress(frac, text=f"{self.text} {label} {100 * frac:.0f}%".replace("  ", " "))
+
+    def close(self) -> None:
+        self.bar.empty()
+
+
+@st.cache_data(show_spinner=False, max_entries=48)
+def cached_run(toml_text: str, trace: bool) -> core.RunOutput:
+    """One simulation, cached by its complete scenario (seed included) and whether it traces."""
+    bar = _Bar("simulating…")
+    try:
+        return core.run_toml(toml_text, trace=trace, progress=bar)
+    finally:
+        bar.close()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def cached_story_rows(story: str, seeds: int) -> list[dict[str, Any]]:
+    """The validation rows of a story (``rcusim validate STORY --seeds N``), cached."""
+    from calibration import stories
+    from calibration.validation import StoryOptions
+
+    st_obj = stories.get(story)
+    if st_obj is None:
+        return []
+    bar = _Bar("validating…")
+    try:
+        rows = st_obj.rows(StoryOptions(seeds=seeds, progress=lambda label, frac: bar(frac, label)))
+    finally:
+        bar.close()
+    return [r.to_json() for r in rows]
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def cached_profile(data: bytes, name: str) -> core.MachineProfile:
+    bar = _Bar("calibrating the profile…")
+    try:
+        return core.profile_from_json(data, name, progress=lambda label, frac: bar(frac, label))
+    finally:
+        bar.close()
+
+
+@st.cache_data(show_spinner=False, max_entries=2)
+def cached_bundled_profile() -> core.MachineProfile:
+    return core.bundled_profile()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_compare(
+    toml_a: str, toml_b: str, replications: int, confidence: float, error: float | None, error_source: str, story: str | None
+) -> Any:
+    from calibration import prescreen
+
+    a = tomllib.loads(toml_a)
+    b = tomllib.loads(toml_b)
+    err = prescreen.ModelError(story, error, error_source)
+    bar = _Bar("A/B runs…")
+    try:
+        return prescreen.compare(
+            a,
+            b,
+            baseline_label="A",
+            patch_label="B",
+            replications=replications,
+            confidence=confidence,
+            error=err,
+            workers=1,
+            progress=lambda k, n: bar(k / max(n, 1), f"({k}/{n} runs)"),
+        )
+    finally:
+        bar.close()
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def cached_model_error(story: str) -> tuple[float | None, str]:
+    from calibration import prescreen
+
+    bar = _Bar(f"validating {story} for its model error…")
+    try:
+        e = prescreen.model_error(story, seeds=1)
+    finally:
+        bar.close()
+    return e.value, e.source
+
+
+# ---------------------------------------------------------------------------------- runs
+def runs_of(prefix: str) -> list[dict[str, Any]]:
+    return st.session_state.setdefault(f"{prefix}|runs", [])
+
+
+def add_run(prefix: str, label: str, toml_text: str, out: core.RunOutput) -> None:
+    runs = runs_of(prefix)
+    n = st.session_state.get(f"{prefix}|run_counter", 0) + 1
+    st.session_state[f"{prefix}|run_counter"] = n
+    # the same scenario run again replaces its earlier entry
+    runs[:] = [r for r in runs if r["toml"] != toml_text]
+    runs.append({"id": n, "label": f"#{n} {label}", "toml": toml_text, "out": out})
+    del runs[:-MAX_RUNS]
+
+
+def run_button(prefix: str, data: Mapping[str, Any], label: str, trace: bool) -> None:
+    """Validate ``data``, run it (cached) and record the run on the page."""
+    scn = core.validate(data)
+    toml_text = core.scenario_key(scn)
+    out = cached_run(toml_text, trace)
+    add_run(prefix, label, toml_text, out)
+
+
+def _frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame(list(rows))
+
+
+def show_runs(prefix: str, metric_patterns: Sequence[str], title: str = "Runs on this page") -> None:
+    """The runs table, the plots, the timeline and the downloads."""
+    runs = runs_of(prefix)
+    if not runs:
+        st.info("No run yet: set the knobs and press **Run**.")
+        return
+    pairs = [(r["label"], r["out"].result) for r in runs]
+    all_metrics: list[str] = []
+    for _, res in pairs:
+        for k in res.get("metrics", {}):
+            if k not in all_metrics:
+                all_metrics.append(k)
+    head = core.pick_metrics(dict.fromkeys(all_metrics), metric_patterns) or all_metrics[:6]
+    head = head[:8]
+    st.subheader(title)
+    table = pd.DataFrame(core.metrics_rows(pairs, head))
+    shown = table.copy()
+    for c in head:
+        shown[c] = [_fmt(v) for v in table[c]]
+    st.table(shown.set_index("run"))
+    c1, c2 = st.columns([1, 5])
+    if c1.button("Clear runs", key=f"{prefix}|clear"):
+        runs.clear()
+        st.rerun()
+    c2.caption("Each run keeps its label: the knobs that matter here, the other changed knobs, and the seed.")
+    with st.expander("All figures of every run"):
+        full = pd.DataFrame([{"run": label, **core.flat_figures(res)} for label, res in pairs]).set_index("run").T
+        st.dataframe(full, width="stretch")
+    plots(pairs, head)
+    latest = runs[-1]
+    choice = st.selectbox(
+        "Run to inspect (per-CPU time, timeline, downloads)",
+        [r["label"] for r in reversed(runs)],
+        key=f"{prefix}|inspect|{st.session_state.get(f'{prefix}|run_counter', 0)}",  # a new run: inspect it
+    )
+    run = next((r for r in runs if r["label"] == choice), latest)
+    inspect_run(prefix, run, pairs)
+
+
+def plots(pairs: Sequence[tuple[str, Mapping[str, Any]]], head: Sequence[str]) -> None:
+    series = core.series_rows(pairs)
+    if series:
+        st.markdown("**Throughput against the swept variable** (one line per run)")
+        df = _frame(series)
+        for (sname, yname), part in df.groupby(["series", "y_name"], sort=False):
+            xname = str(part["x_name"].iloc[0])
+            chart = (
+                alt.Chart(part)
+                .mark_line(point=True)
+                .encode(
+                    x=alt.X("x:Q", title=xname),
+                    y=alt.Y("y:Q", title=f"{sname}: {yname}"),
+                    color=alt.Color("run:N", title="run"),
+                    tooltip=["run", alt.Tooltip("x:Q", title=xname), alt.Tooltip("y:Q", title=str(yname), format=".4g")],
+                )
+                .properties(height=280)
+            )
+            st.altair_chart(chart, width="stretch")
+    if head:
+        metric = head[0]
+        vals = [
+            {"run": label.split(" ", 1)[0], "label": label, metric: core._num(res.get("metrics", {}).get(metric))}
+            for label, res in pairs
+        ]
+        df = _frame(vals)
+        st.markdown(f"**{metric}** by run")
+        chart = (
+            alt.Chart(df)
+            .mark_bar()
+            .encode(
+                x=alt.X("run:N", sort=None, title=None, axis=alt.Axis(labelAngle=0)),
+                y=alt.Y(f"{metric}:Q", title=metric),
+                color=alt.Color("label:N", title="run", legend=None),
+                tooltip=["label", alt.Tooltip(f"{metric}:Q", format=".4g")],
+            )
+            .properties(height=240)
+        )
+        st.altair_chart(chart, width="stretch")
+    lat = core.latency_rows(pairs)
+    if lat:
+        st.markdown("**Latency distributions** (percentiles, log scale)")
+        df = _frame(lat)
+        chart = (
+            alt.Chart(df)
+            .mark_line(point=True)
+            .encode(
+                x=alt.X("percentile:Q", title="percentile", scale=alt.Scale(domain=[50, 100])),
+                y=alt.Y("value_us:Q", title="µs", scale=alt.Scale(type="log")),
+                color=alt.Color("run:N"),
+                strokeDash=alt.StrokeDash("latency:N"),
+                tooltip=["run", "latency", "stat", alt.Tooltip("value_us:Q", format=".4g"), "count"],
+            )
+            .properties(height=260)
+        )
+        st.altair_chart(chart, width="stretch")
+
+
+def inspect_run(prefix: str, run: Mapping[str, Any], pairs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    out: core.RunOutput = run["out"]
+    res = out.result
+    st.caption(
+        f"simulated {res.get('sim_ns', 0) / 1e9:.4g} s in {res.get('wall_s', 0):.2f} s of computing, "
+        f"{res.get('events', 0):,} events, rcusim {res.get('version', '')}"
+    )
+    with st.expander("Per-CPU time (%)"):
+        st.dataframe(_frame(core.cpu_rows(res)).set_index("cpu"), width="stretch")
+    downloads(prefix, run, pairs)
+    if out.trace is None:
+        st.caption("No trace recorded for this run (tick 'record a trace' before running to see the timeline).")
+        return
+    timeline(prefix, run)
+
+
+def downloads(prefix: str, run: Mapping[str, Any], pairs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    out: core.RunOutput = run["out"]
+    name = out.result.get("scenario", "scenario")
+    c = st.columns(4)
+    scn_text = "# " + run["label"] + "\n# rcusim run THIS_FILE reproduces the run\n" + run["toml"]
+    c[0].download_button(
+        "Scenario (TOML)", scn_text, file_name=f"{name}.toml", mime="application/toml", key=f"{prefix}|dl_toml", on_click="ignore"
+    )
+    c[1].download_button(
+        "Results (CSV)",
+        core.results_csv(pairs),
+        file_name=f"{name}-results.csv",
+        mime="text/csv",
+        key=f"{prefix}|dl_csv",
+        on_click="ignore",
+    )
+    if core.series_rows(pairs):
+        c[2].download_button(
+            "Series (CSV)",
+            core.series_csv(pairs),
+            file_name=f"{name}-series.csv",
+            mime="text/csv",
+            key=f"{prefix}|dl_series",
+            on_click="ignore",
+        )
+    if out.trace is not None:
+        c[3].download_button(
+            "Trace (Chrome JSON)",
+            out.trace,
+            file_name=f"{name}.trace.json",
+            mime="application/json",
+            key=f"{prefix}|dl_trace",
+            on_click="ignore",
+            help="open it at ui.perfetto.dev or chrome://tracing",
+        )
+        if out.trace_dropped:
+            st.caption(f"The trace kept the first {out.trace_events:,} events; {out.trace_dropped:,} later ones were dropped.")
+
+
+def _doc(run: Mapping[str, Any]) -> dict[str, Any]:
+    cache = st.session_state.setdefault("_trace_docs", {})
+    key = run["toml"]
+    doc = cache.get(key)
+    if doc is None:
+        doc = core.parse_trace(run["out"].trace)
+        cache.clear()  # keep one parsed trace: they are large
+        cache[key] = doc
+    return doc
+
+
+def timeline(prefix: str, run: Mapping[str, Any]) -> None:
+    """CPUs, followed tasks (kthreads by default), grace periods and other model tracks for a
+    short window of the trace."""
+    doc = _doc(run)
+    lo, hi = core.trace_extent_us(doc)
+    if hi <= lo:
+        st.caption("The trace is empty.")
+        return
+    st.markdown("**Timeline** (a short window of the trace; hover for names, download the trace for Perfetto)")
+    d0, d1 = core.default_window_us(doc)
+    k = f"{prefix}|tl|{run['id']}"
+    c1, c2, c3 = st.columns([2, 1, 3])
+    start = c1.number_input(
+        "window start (ms)", min_value=lo / 1000.0, max_value=hi / 1000.0, value=d0 / 1000.0, key=k + "|start", format="%.3f"
+    )
+    length = c2.number_input(
+        "length (ms)",
+        min_value=0.01,
+        max_value=max(0.01, (hi - lo) / 1000.0),
+        value=max(0.01, (d1 - d0) / 1000.0),
+        key=k + "|len",
+    )
+    names = core.task_names(doc)
+    follow = c3.multiselect("tasks to follow (rows of their own)", names, default=core.kthread_names(doc)[:8], key=k + "|tasks")
+    t0 = start * 1000.0
+    t1 = t0 + length * 1000.0
+    spans, instants, truncated = core.timeline_rows(doc, t0, t1, follow)
+    if not spans:
+        st.caption("Nothing ran in this window.")
+        return
+    df = _frame(spans)
+    rows = core.row_order(df["row"])
+    bars = (
+        alt.Chart(df)
+        .mark_bar(height=alt.RelativeBandSize(0.8))
+        .encode(
+            x=alt.X("start_ms:Q", title="time (ms)", scale=alt.Scale(domain=[t0 / 1000.0, t1 / 1000.0])),
+            x2="end_ms:Q",
+            y=alt.Y("row:N", sort=rows, title=None),
+            color=alt.Color("kind:N", title="what"),
+            tooltip=[
+                "row",
+                "name",
+                "kind",
+                alt.Tooltip("start_ms:Q", format=".4f"),
+                alt.Tooltip("dur_us:Q", title="µs", format=".4g"),
+            ],
+        )
+    )
+    layers: list[Any] = [bars]
+    if instants:
+        idf = _frame(instants)
+        idf = idf[idf["row"].isin(rows)]
+        if not idf.empty:
+            layers.append(
+                alt.Chart(idf)
+                .mark_tick(color="black", thickness=1, opacity=0.5)
+                .encode(x="t_ms:Q", y=alt.Y("row:N", sort=rows), tooltip=["row", "name", alt.Tooltip("t_ms:Q", format=".4f")])
+            )
+    chart = alt.layer(*layers).properties(height=max(220, 34 * len(rows)))
+    st.altair_chart(chart, width="stretch")
+    if truncated:
+        st.caption("Only the first spans of this window are drawn: shorten the window to see everything.")
+    spans_all = core.model_span_rows(doc)
+    if spans_all:
+        sdf = _frame(spans_all)
+        st.markdown("**Distribution of model spans** (e.g. grace-period lengths) over the whole trace")
+        hist = (
+            alt.Chart(sdf)
+            .mark_bar()
+            .encode(
+                x=alt.X("dur_ms:Q", bin=alt.Bin(maxbins=40), title="duration (ms)"),
+                y=alt.Y("count():Q", title="spans"),
+                color=alt.Color("track:N"),
+            )
+            .properties(height=200)
+        )
+        st.altair_chart(hist, width="stretch")
+
+
+# ---------------------------------------------------------------------------------- stories
+def story_page(story: str) -> None:
+    page = content.STORY_PAGES[story]
+    prefix = f"story:{story}"
+    st.title(page.title)
+    st.markdown(f"*{page.headline}*")
+    st.caption(f"Seed story `{story}` (shared/seeds/{page.seed_file})")
+    from calibration import stories
+
+    story_obj = stories.get(story)
+    tab_how, tab_try, tab_val = st.tabs(["How it works", "Try it", "Published vs simulated"])
+    with tab_how:
+        st.markdown(page.explanation)
+        st.markdown("**What to try next**")
+        st.markdown("\n".join(f"* {x}" for x in page.try_next))
+        notes = sorted({str(p.relative_to(core.ROOT)) for pat in page.further for p in core.ROOT.glob(pat)})
+        if notes:
+            st.caption("Further reading, with kernel sources: " + ", ".join(f"`{n}`" for n in notes))
+    with tab_val:
+        validation_tab(story, page, story_obj)
+    with tab_try:
+        if story_obj is None:
+            st.info(f"The `{story}` story is not modelled yet: {stories.pending(story)}")
+        available = [s for s in page.scenarios if (core.SCENARIO_DIR / f"{s}.toml").is_file()]
+        if not available:
+            st.warning("No scenario of this story is bundled yet; the workload lab runs every scenario that exists.")
+            return
+        with guard():
+            try_it(prefix, page, available)
+
+
+def validation_tab(story: str, page: content.StoryPage, story_obj: Any) -> None:
+    st.markdown("**Published** (from the seed document)")
+    st.markdown(page.published)
+    if story_obj is None:
+        from calibration import stories
+
+        st.info(f"Simulated figures will appear here once the story is modelled ({stories.pending(story)}).")
+        return
+    figs = story_obj.reference.get("figures") if isinstance(story_obj.reference, Mapping) else None
+    if figs:
+        with st.expander("Reference figures as the validation uses them"):
+            st.table(pd.DataFrame([{"figure": k, "value": str(v)} for k, v in figs.items()]).set_index("figure"))
+    st.markdown(
+        "**Simulated**: the story's validation (`rcusim validate " + story + "`). *Fitted* rows are the anchors a "
+        "parameter was fitted to; *predicted* rows were not used in any fit, and their error is the model's honest error."
+    )
+    c1, c2 = st.columns([1, 3])
+    seeds = int(c1.number_input("seeds per figure", min_value=1, max_value=10, value=1, key=f"val|{story}|seeds"))
+    go = c2.button("Run the validation", key=f"val|{story}|run", help="runs every configuration of the story; can take minutes")
+    if go:
+        st.session_state[f"val|{story}|asked"] = seeds
+    asked = st.session_state.get(f"val|{story}|asked")
+    if asked is None:
+        return
+    with guard():
+        rows = cached_story_rows(story, int(asked))
+        if not rows:
+            st.info("The story produced no rows.")
+            return
+        df = pd.DataFrame(rows)
+        cols = ["metric", "config", "reference", "simulated", "unit", "role", "rel_error", "target", "ok", "note"]
+        df = df[[c for c in cols if c in df.columns]]
+        shown = df.copy()
+        for c in ("reference", "simulated"):
+            shown[c] = [_fmt(v) if v is not None else "-" for v in df[c]]
+        shown["rel_error"] = [f"{100 * v:+.1f}%" if isinstance(v, (int, float)) else "-" for v in df["rel_error"]]
+        shown["target"] = [f"±{100 * v:.0f}%" if isinstance(v, (int, float)) else "-" for v in df["target"]]
+        st.table(shown)
+        misses = [r for r in rows if r.get("role") == "predicted" and not r.get("ok")]
+        if misses:
+            st.warning(f"{len(misses)} predicted figure(s) miss their target: the model does not reproduce them yet.")
+        else:
+            st.success("Every predicted figure is within its target.")
+
+
+def try_it(prefix: str, page: content.StoryPage, available: Sequence[str]) -> None:
+    scenario = available[0]
+    if len(available) > 1:
+        scenario = st.selectbox("Scenario", available, key=f"{prefix}|scenario")
+    cat = core.catalog()
+    base = core.load_bundled(scenario)
+    canon0 = core.canonical(core.validate(base, cat))
+    fit, skipped = core.resolve_fitted(canon0, core.story_fit(page.story))
+    quick = page.quick.get(scenario, {})
+    base = core.apply(base, {**fit, **quick})
+    scn = core.validate(base, cat)
+    canon = core.canonical(scn)
+    notes = []
+    if fit:
+        notes.append(
+            "fitted values of calibration/fits/" + page.story + ".toml: " + ", ".join(f"{k} = {v}" for k, v in fit.items())
+        )
+    if quick:
+        notes.append("a quicker size than the story's: " + ", ".join(f"{k} = {v}" for k, v in quick.items()))
+    if notes:
+        st.caption("Starting from scenarios/" + scenario + ".toml with " + "; ".join(notes) + ".")
+    sections = core.scenario_sections(scn, cat)
+    knobs = {k.key: k for s in sections for k in s.knobs}
+    focus = match_keys(knobs, page.focus)[:9]
+    wprefix = f"{prefix}|{scenario}"
+    configs = {n: c for n, c in content.named_configs(page).items() if all(k in knobs for k in c)}
+    if configs:
+        st.markdown("**Named configurations** (set the knobs; then press Run)")
+        cols = st.columns(min(len(configs), 4))
+        for i, (name, over) in enumerate(configs.items()):
+            cols[i % len(cols)].button(
+                name, key=f"{wprefix}|cfg|{name}", on_click=set_widgets, args=(wprefix, over, knobs), help=str(over)
+            )
+    st.markdown("**The knobs that matter here**")
+    values = knob_grid([knobs[k] for k in focus], canon, wprefix)
+    values.update(section_forms(sections, canon, wprefix, skip=focus))
+    c1, c2 = st.columns([1, 3])
+    trace = c2.checkbox("record a trace (timeline and Perfetto download)", value=True, key=f"{wprefix}|trace")
+    if c1.button("Run", type="primary", key=f"{prefix}|run"):
+        with guard():
+            over = core.changed(knobs, values, canon)
+            data = core.apply(base, over)
+            scn_new = core.validate(data, cat)
+            label = core.run_label(over, focus, core.canonical(scn_new))
+            run_button(prefix, data, label, trace)
+    show_runs(prefix, page.metrics)
+
+
+# ---------------------------------------------------------------------------------- profiles
+def profile_picker(prefix: str) -> tuple[core.MachineProfile | None, int | None, int | None, str]:
+    """The machine: the bundled profile, an uploaded one or the scenario's own costs, and
+    optionally hand-set CPUs and HZ. Returns (profile, cpus, hz, identity for widget keys)."""
+    st.markdown("**Machine profile**")
+    choice = st.radio(
+        "costs from",
+        ["bundled profile", "upload a profile (JSON from rcusim collect)", "the scenario's own values"],
+        key=f"{prefix}|profile",
+        horizontal=True,
+    )
+    prof: core.MachineProfile | None = None
+    ident = "own"
+    if choice.startswith("bundled"):
+        prof = cached_bundled_profile()
+        ident = "bundled"
+    elif choice.startswith("upload"):
+        up = st.file_uploader("profile JSON", type=["json"], key=f"{prefix}|upload")
+        if up is not None:
+            data = up.getvalue()
+            prof = cached_profile(data, up.name)
+            ident = core.digest(data)[:12]
+        else:
+            st.caption("No file yet: using the scenario's own values.")
+    if prof is not None:
+        st.caption(f"{prof.label}; {prof.note}")
+    c1, c2, c3 = st.columns([1, 1, 1])
+    hand = c1.checkbox("hand-set CPUs and HZ", key=f"{prefix}|hand")
+    cpus = hz = None
+    if hand:
+        cpus = int(
+            c2.number_input("CPUs", min_value=1, max_value=1024, value=int(prof.cpus or 4) if prof else 4, key=f"{prefix}|cpus")
+        )
+        hz = int(
+            c3.number_input("HZ", min_value=24, max_value=10000, value=int(prof.hz or 250) if prof else 250, key=f"{prefix}|hz")
+        )
+    elif prof is not None:
+        cpus, hz = prof.cpus, prof.hz
+        c2.caption(f"CPUs {prof.cpus}, HZ {prof.hz} from the profile")
+    return prof, cpus, hz, f"{ident}|{cpus}|{hz}"
+
+
+def lab_page() -> None:
+    prefix = "lab"
+    st.title("Workload lab")
+    st.markdown(
+        "Any workload rcusim knows, on any machine, with every kernel knob. The forms are built from the "
+        "models' configuration classes, so a knob a model adds appears here by itself; hover a knob's question mark for "
+        "its meaning and the source of its default."
+    )
+    with guard():
+        cat = core.catalog()
+        prof, cpus, hz, ident = profile_picker(prefix)
+        kinds = sorted(cat.workloads)
+        bundled = core.bundled_scenarios()
+        by_kind: dict[str, list[str]] = {}
+        for name in bundled:
+            by_kind.setdefault(core.scenario_kind(name), []).append(name)
+        st.markdown("**Workload**")
+        c1, c2 = st.columns(2)
+        default_kind = kinds.index("messaging") if "messaging" in kinds else 0
+        kind = c1.selectbox(
+            "workload", kinds, index=default_kind, key=f"{prefix}|kind", help=_first(cat.workloads[kinds[default_kind]].doc)
+        )
+        starts = [*by_kind.get(kind, []), "(defaults only)"]
+        start = c2.selectbox(
+            "start from", starts, key=f"{prefix}|start|{kind}", help="a bundled scenario of this workload, or only defaults"
+        )
+        st.caption(_first(cat.workloads[kind].doc))
+        base = (
+            core.load_bundled(start)
+            if start != "(defaults only)"
+            else {"scenario": {"name": f"lab-{kind}"}, "workload": {"kind": kind}}
+        )
+        base = core.apply_profile(base, prof, cpus, hz)
+        scn = core.validate(base, cat)
+        canon = core.canonical(scn)
+        sections = core.scenario_sections(scn, cat)
+        knobs = {k.key: k for s in sections for k in s.knobs}
+        wprefix = f"{prefix}|{start}|{kind}|{ident}"
+        st.markdown("**Size and knobs**")
+        values = section_forms(sections, canon, wprefix, expanded=("workload",))
+        c1, c2 = st.columns([1, 3])
+        trace = c2.checkbox("record a trace (timeline and Perfetto download)", value=True, key=f"{prefix}|trace")
+        if c1.button("Run", type="primary", key=f"{prefix}|run"):
+            with guard():
+                over = core.changed(knobs, values, canon)
+                data = core.apply(base, over)
+                scn_new = core.validate(data, cat)
+                focus = [k for k in ("machine.cpus", "kernel.hz") if k in knobs]
+                label = f"{kind} " + core.run_label(over, focus, core.canonical(scn_new))
+                run_button(prefix, data, label, trace)
+    show_runs(prefix, ("*per_s", "time_s*", "*latency*", "ns_per_*", "cpu_utilisation"))
+
+
+def _first(text: str) -> str:
+    return core._first_line(text)
+
+
+# ---------------------------------------------------------------------------------- A/B
+def ab_page() -> None:
+    prefix = "ab"
+    st.title("A/B mode")
+    st.markdown(
+        "Two configurations of one scenario, each run over the same seeds (common random numbers: "
+        "replication *i* of A and of B draw the same random numbers wherever B does not change what "
+        "happens). The difference of B from A is shown with a paired bootstrap confidence interval "
+        "(`calibration.prescreen`, the engine of `rcusim compare`) and a verdict in plain words."
+    )
+    with guard():
+        cat = core.catalog()
+        bundled = core.bundled_scenarios()
+        default = bundled.index("netns-2014") if "netns-2014" in bundled else 0
+        name = st.selectbox("scenario", bundled, index=default, key=f"{prefix}|scenario")
+        page = next((p for p in content.STORY_PAGES.values() if name in p.scenarios), None)
+        base = core.load_bundled(name)
+        canon0 = core.canonical(core.validate(base, cat))
+        fit = core.resolve_fitted(canon0, core.story_fit(page.story))[0] if page else {}
+        base = core.apply(base, fit)
+        scn = core.validate(base, cat)
+        canon = core.canonical(scn)
+        knobs = core.all_knobs(scn, cat)
+        keys = list(knobs)
+        quick = dict(page.quick.get(name, {})) if page else {}
+        focus = match_keys(knobs, page.focus) if page else []
+        ab_sides = page.ab if page and page.ab else ({}, {})
+        differ_default = [x for x in ab_sides[0] if x in knobs] or focus[:1]
+        configs = list(ab_sides)
+        k = f"{prefix}|{name}"
+        c1, c2 = st.columns(2)
+        differ = c1.multiselect("knobs that differ between A and B", keys, default=differ_default, key=k + "|differ")
+        common = c2.multiselect(
+            "knobs changed for both (size...)",
+            [x for x in keys if x not in differ],
+            default=[q for q in quick if q in knobs],
+            key=k + "|common",
+        )
+        values_common: dict[str, Any] = {}
+        if common:
+            st.markdown("**Both**")
+            shown = {**canon}
+            for key, v in quick.items():
+                if key in knobs:
+                    shown = core.apply(shown, {key: v})
+            values_common = knob_grid([knobs[x] for x in common], shown, k + "|both")
+        ca, cb = st.columns(2)
+        with ca:
+            st.markdown("**A**")
+            a_vals = {x: knob_widget(knobs[x], core.get_path(_cfg(canon, configs, 0), x), f"{k}|A|{x}") for x in differ}
+        with cb:
+            st.markdown("**B**")
+            b_vals = {x: knob_widget(knobs[x], core.get_path(_cfg(canon, configs, 1), x), f"{k}|B|{x}") for x in differ}
+        c1, c2, c3, c4 = st.columns(4)
+        reps = int(c1.number_input("replications (seeds)", min_value=2, max_value=100, value=5, key=f"{prefix}|reps"))
+        conf = float(c2.selectbox("confidence", [0.9, 0.95, 0.99], index=1, key=f"{prefix}|conf"))
+        seed = int(
+            c3.number_input(
+                "base seed", min_value=0, max_value=SAFE_INT, value=int(canon["scenario"]["seed"]), key=f"{prefix}|seed"
+            )
+        )
+        err_mode = c4.selectbox(
+            "'worth a lab run?' judged against",
+            ["nothing", "a model error I enter", "the story's validated error (slow)"],
+            key=f"{prefix}|errmode",
+        )
+        error: float | None = None
+        error_source = "not judged on this page"
+        story = page.story if page else None
+        if err_mode.startswith("a model error"):
+            error = (
+                float(st.number_input("model error (%)", min_value=0.0, max_value=1000.0, value=25.0, key=f"{prefix}|err"))
+                / 100.0
+            )
+            error_source = "entered on the page"
+        elif err_mode.startswith("the story"):
+            if story is None:
+                st.caption("This scenario belongs to no story.")
+            else:
+                error, error_source = cached_model_error(story)
+        if st.button("Run A and B", type="primary", key=f"{prefix}|run"):
+            base_all = core.apply(base, {**core.changed(knobs, values_common, canon), "scenario.seed": seed})
+            data_a = core.apply(base_all, core.changed(knobs, a_vals, canon))
+            data_b = core.apply(base_all, core.changed(knobs, b_vals, canon))
+            scn_a = core.validate(data_a, cat)
+            scn_b = core.validate(data_b, cat)
+            ta, tb = core.scenario_key(scn_a), core.scenario_key(scn_b)
+            if ta == tb:
+                st.warning("A and B are the same configuration: change a knob on one side.")
+            comp = cached_compare(ta, tb, reps, conf, error, error_source, story)
+            st.session_state[f"{prefix}|result"] = {"comp": comp, "a": ta, "b": tb, "page_metrics": page.metrics if page else ()}
+    res = st.session_state.get(f"{prefix}|result")
+    if res is not None:
+        with guard():
+            show_ab(prefix, res)
+
+
+def _cfg(canon: Mapping[str, Any], configs: Sequence[Mapping[str, Any]], i: int) -> Mapping[str, Any]:
+    if i < len(configs):
+        return core.apply(canon, {k: v for k, v in configs[i].items() if core.get_path(canon, k) is not None})
+    return canon
+
+
+def show_ab(prefix: str, res: Mapping[str, Any]) -> None:
+    comp = res["comp"]
+    st.subheader("Result")
+    metrics = [e.metric for e in comp.effects]
+    if not metrics:
+        st.info("No metric moved in any run.")
+        return
+    preferred = core.pick_metrics(dict.fromkeys(metrics), res.get("page_metrics") or ()) or metrics
+    metric = st.selectbox("metric", metrics, index=metrics.index(preferred[0]), key=f"{prefix}|metric")
+    e = next(x for x in comp.effects if x.metric == metric)
+    sentence = core.plain_verdict(comp, metric)
+    if e.verdict == "no detectable effect":
+        st.info(sentence)
+    elif e.verdict == "regresses":
+        st.warning(sentence)
+    else:
+        st.success(sentence)
+    c = st.columns(4)
+    c[0].metric("A mean", _fmt(e.base_mean))
+    c[1].metric("B mean", _fmt(e.patch_mean))
+    c[2].metric("difference B vs A", f"{100 * e.effect:+.2f}%" if math.isfinite(e.effect) else "-")
+    ci = f"[{100 * e.ci_low:+.1f}%, {100 * e.ci_high:+.1f}%]" if math.isfinite(e.ci_low) else "-"
+    c[3].metric(f"{100 * comp.confidence:.0f}% interval", ci)
+    st.caption(f"Overall: {comp.verdict}.  Model error: {comp.model_error.source}.")
+    runs = _frame(core.ab_run_rows(comp, metric))
+    left, right = st.columns(2)
+    with left:
+        st.markdown(f"**{metric}** in every replication")
+        pts = (
+            alt.Chart(runs)
+            .mark_circle(size=70, opacity=0.8)
+            .encode(
+                x=alt.X("arm:N", title=None, axis=alt.Axis(labelAngle=0)),
+                y=alt.Y(f"{metric}:Q", scale=alt.Scale(zero=False)),
+                color="arm:N",
+                tooltip=["arm", "replication", "seed", alt.Tooltip(f"{metric}:Q", format=".4g")],
+            )
+        )
+        lines = alt.Chart(runs).mark_line(color="gray", opacity=0.4).encode(x="arm:N", y=f"{metric}:Q", detail="replication:N")
+        st.altair_chart((lines + pts).properties(height=280), width="stretch")
+    with right:
+        st.markdown("**Difference B vs A with its interval**, every metric")
+        eff = _frame([r for r in core.ab_effect_rows(comp) if math.isfinite(r["effect %"])])
+        if not eff.empty:
+            base = alt.Chart(eff).encode(y=alt.Y("metric:N", sort=None, title=None))
+            bars = base.mark_rule(strokeWidth=2).encode(
+                x=alt.X("CI low %:Q", title="% change"), x2="CI high %:Q", color="verdict:N"
+            )
+            dots = base.mark_point(filled=True, size=50).encode(x="effect %:Q", color="verdict:N", tooltip=list(eff.columns))
+            zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="black", strokeDash=[3, 3]).encode(x="x:Q")
+            st.altair_chart((bars + dots + zero).properties(height=max(160, 26 * len(eff))), width="stretch")
+    with st.expander("Every metric"):
+        table = _frame(core.ab_effect_rows(comp))
+        st.dataframe(table, width="stretch")
+    d = st.columns(3)
+    d[0].download_button("A (TOML)", res["a"], file_name="A.toml", key=f"{prefix}|dl_a", on_click="ignore")
+    d[1].download_button("B (TOML)", res["b"], file_name="B.toml", key=f"{prefix}|dl_b", on_click="ignore")
+    c[2].download_button(
+        "Runs (CSV)", core.ab_runs_csv(comp), file_name="ab-runs.csv", key=f"{prefix}|dl_runs", on_click="ignore"
+    )
+    st.caption(
+        f"Reproduce on the command line: rcusim compare A.toml B.toml -n {comp.replications} "
+        f"--confidence {comp.confidence:g} (A's scenario.seed is the base seed)"
+    )
+
+
+# ---------------------------------------------------------------------------------- home
+def home_page() -> None:
+    st.title("rcusim explorer")
+    st.markdown(
+        "*A discrete-event simulator of the Linux kernel mechanisms behind scalability — for what-if questions "
+        "before a lab run, and for seeing why one CPU can beat four.*"
+    )
+    st.markdown(content.HOME)
+    from calibration import stories
+
+    rows = []
+    for name, page in content.STORY_PAGES.items():
+        try:
+            modelled = stories.get(name) is not None
+            status = "modelled" if modelled else "not modelled yet: " + stories.pending(name)
+        except (KeyError, ImportError) as exc:
+            status = f"unavailable ({exc})"
+        rows.append({"story": page.title, "name": name, "seed": page.seed_file, "status": status})
+    st.markdown("**The seed stories**")
+    st.table(pd.DataFrame(rows).set_index("story"))
+    with guard():
+        prof = cached_bundled_profile()
+        st.caption(f"Default machine profile: {prof.label}.")
+    if Path(core.ROOT / "docs" / "readme" / "app.md").is_file():
+        st.caption("More in docs/readme/app.md.")

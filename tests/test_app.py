@@ -1,0 +1,394 @@
+"""The Streamlit explorer, driven by streamlit.testing's AppTest (no browser), and the pure
+helpers behind it (app/explorer/core.py): generic knob forms, scenario TOML that the CLI
+reproduces, the timeline cut from a trace, the ``rcusim app`` verb."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.explorer import content, core
+from sim import scenario as sc
+
+streamlit = pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+VIEWS = ROOT / "app" / "explorer" / "views"
+PAGES = sorted(p.stem for p in VIEWS.glob("*.py"))
+TIMEOUT = 240  # seconds per script run: CI is a busy 2-core box
+
+
+def page(name: str) -> AppTest:
+    return AppTest.from_file(str(VIEWS / f"{name}.py"), default_timeout=TIMEOUT)
+
+
+def errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def runs_table(at: AppTest):
+    assert len(at.table) >= 1, errors(at)
+    return at.table[0].value
+
+
+# ---------------------------------------------------------------------------------- pages
+def test_every_page_is_listed():
+    assert set(PAGES) == {"home", "netns", "hackbench", "urcu", "rcu_sync", "timers", "lab", "ab"}
+    main = (ROOT / "app" / "explorer" / "main.py").read_text()
+    for p in PAGES:
+        assert f'"{p}.py"' in main
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_loads_without_exception(name):
+    at = page(name).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not errors(at)
+    assert at.title, "every page has a title"
+
+
+def test_main_navigates_to_every_page():
+    at = AppTest.from_file(str(ROOT / "app" / "explorer" / "main.py"), default_timeout=TIMEOUT).run()
+    assert not at.exception
+    assert at.title[0].value == "rcusim explorer"
+    at.switch_page("views/timers.py").run()
+    assert not at.exception
+    assert "timer" in at.title[0].value
+
+
+def test_story_pages_say_when_a_story_is_not_modelled():
+    from calibration import stories
+
+    for story, p in content.STORY_PAGES.items():
+        at = page(_view_of(story)).run()
+        text = " ".join(m.value for m in at.info) + " ".join(m.value for m in at.warning)
+        if stories.get(story) is None:
+            assert "not modelled yet" in text, story
+        assert p.explanation.strip()[:30] in " ".join(m.value for m in at.markdown)
+
+
+def _view_of(story: str) -> str:
+    return {
+        "netns-2014": "netns",
+        "hackbench-rt-2008": "hackbench",
+        "urcu-membarrier-2020": "urcu",
+        "rcu-sync-2015": "rcu_sync",
+        "timers-2023": "timers",
+    }[story]
+
+
+# ---------------------------------------------------------------------------------- knobs change results
+NETNS = "story:netns-2014|netns-2014|"
+
+
+def test_netns_changing_nocb_and_running_changes_the_rate():
+    at = page("netns").run()
+    at.number_input(key=NETNS + "workload.routers").set_value(40)
+    at.button(key="story:netns-2014|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    at.selectbox(key=NETNS + "kernel.rcu.nocb").set_value("all")
+    at.button(key="story:netns-2014|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    table = runs_table(at)
+    assert len(table) == 2
+    labels = list(table.index)
+    assert "nocb=none" in labels[0] and "nocb=all" in labels[1]
+    none, all_ = (float(str(v).replace(",", "")) for v in table["routers_per_s"])
+    assert none != all_
+    # the page shows exactly what the library computes for the same scenario
+    cat = core.catalog()
+    data = sc.load(ROOT / "scenarios" / "netns-2014.toml")
+    fit, _ = core.resolve_fitted(core.canonical(core.validate(data, cat)), core.story_fit("netns-2014"))
+    over = {**fit, **content.NETNS.quick["netns-2014"], "workload.routers": 40, "kernel.rcu.nocb": "all"}
+    res = sc.run(core.validate(core.apply(data, over), cat), cat)
+    assert float(str(table["routers_per_s"].iloc[1]).replace(",", "")) == pytest.approx(res.metrics["routers_per_s"], rel=1e-3)
+
+
+def test_lab_changing_a_knob_changes_the_result():
+    at = page("lab").run()
+    assert not errors(at)
+    at.radio(key="lab|profile").set_value("the scenario's own values").run()
+    prefix = "lab|messaging-demo|messaging|own|None|None|"
+    for key, value in (("workload.groups", 1), ("workload.senders", 3), ("workload.receivers", 3), ("workload.loops", 10)):
+        at.number_input(key=prefix + key).set_value(value)
+    at.button(key="lab|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    at.number_input(key=prefix + "machine.cpus").set_value(1)
+    at.button(key="lab|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    table = runs_table(at)
+    assert len(table) == 2
+    col = next(c for c in table.columns if c.endswith("per_s"))
+    assert table[col].iloc[0] != table[col].iloc[1]
+
+
+def test_lab_uses_the_bundled_profile_by_default():
+    at = page("lab").run()
+    captions = " ".join(c.value for c in at.caption)
+    assert "bundled: default.json" in captions
+
+
+def test_ab_shows_an_interval_and_a_verdict():
+    at = page("ab").run()
+    k = "ab|netns-2014"
+    assert at.multiselect(key=k + "|differ").value == ["kernel.rcu.nocb"]
+    at.number_input(key=k + "|both|workload.routers").set_value(30)
+    at.number_input(key="ab|reps").set_value(3)
+    at.button(key="ab|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    interval = next(m for m in at.metric if "interval" in m.label)
+    assert interval.value.startswith("[") and interval.value.count("%") == 2
+    verdicts = [m.value for m in at.success] + [m.value for m in at.warning] + [m.value for m in at.info]
+    assert any("paired runs" in v for v in verdicts), verdicts
+
+
+# ---------------------------------------------------------------------------------- bad input
+def test_bad_duration_shows_the_message_not_a_traceback():
+    at = page("netns").run()
+    at.number_input(key=NETNS + "workload.routers").set_value(20)
+    at.text_input(key=NETNS + "workload.setup_net").set_value("fast")
+    at.button(key="story:netns-2014|run").click().run()
+    assert not at.exception
+    msgs = errors(at)
+    assert len(msgs) == 1
+    assert "workload.setup_net" in msgs[0] and "cannot read duration" in msgs[0]
+
+
+def test_bad_cpu_list_shows_the_message():
+    at = page("netns").run()
+    at.selectbox(key=NETNS + "kernel.rcu.nocb").set_value(core.LIST_CHOICE).run()
+    at.text_input(key=NETNS + "kernel.rcu.nocb|list").set_value("x, y")
+    at.button(key="story:netns-2014|run").click().run()
+    assert not at.exception
+    msgs = errors(at)
+    assert msgs and "kernel.rcu.nocb" in msgs[0]
+
+
+# ---------------------------------------------------------------------------------- core: knob forms
+@pytest.mark.parametrize("name", core.bundled_scenarios())
+def test_widget_round_trip_changes_nothing(name):
+    """Every knob of every bundled scenario, shown in its widget and read back, is the same
+    value: a page that is only looked at runs exactly the bundled scenario."""
+    cat = core.catalog()
+    scn = core.validate(core.load_bundled(name), cat)
+    canon = core.canonical(scn)
+    knobs = core.all_knobs(scn, cat)
+    values = {}
+    for key, knob in knobs.items():
+        w = core.to_widget(knob, core.get_path(canon, key))
+        values[key] = core.from_widget(knob, w)
+    assert core.changed(knobs, values, canon) == {}
+
+
+def test_new_knobs_appear_by_themselves():
+    """The forms come from the dataclasses: every field that rcusim knobs lists is a knob."""
+    from sim.config import describe
+
+    cat = core.catalog()
+    scn = core.validate(core.load_bundled("messaging-demo"), cat)
+    keys = set(core.all_knobs(scn, cat))
+    for name, mech in cat.mechanisms.items():
+        for row in describe(mech.config, f"kernel.{name}."):
+            assert row[0] in keys
+
+
+def test_knob_kinds():
+    cat = core.catalog()
+    scn = core.validate(core.load_bundled("netns-2014"), cat)
+    knobs = core.all_knobs(scn, cat)
+    assert knobs["kernel.rcu.nocb"].kind == "choice_or_list"
+    assert knobs["kernel.rcu.nocb"].choices == ("none", "all")
+    assert knobs["machine.cpus"].kind == "int" and knobs["machine.cpus"].lo == 1
+    assert knobs["costs.context_switch"].kind == "duration"
+    assert knobs["kernel.rcu.jiffies_till_first_fqs"].kind == "optional"
+    assert knobs["kernel.nohz_idle"].kind == "bool"
+    assert knobs["costs.jitter_cv"].kind == "float"
+    assert "source" not in knobs["machine.cpus"].help or knobs["machine.cpus"].source
+
+
+def test_fmt_duration_is_exact():
+    from sim.units import parse_duration
+
+    for ns in (0, 1, 999, 1000, 1500, 3536, 2_000_000, 1_234_567, 10**9, 3 * 10**9 + 1):
+        assert parse_duration(core.fmt_duration(ns)) == ns
+
+
+def test_resolve_fitted_names_unique_keys():
+    canon = {"workload": {"mount_cost": 1, "x": 2}, "kernel": {"timers": {"timer_op": 3}, "x": 4}}
+    out, skipped = core.resolve_fitted(canon, {"mount_cost": 10, "timer_op": 5, "x": 9, "nope": 1})
+    assert out == {"workload.mount_cost": 10, "kernel.timers.timer_op": 5}
+    assert skipped == ["x", "nope"]
+
+
+# ---------------------------------------------------------------------------------- core: reproduction
+SMALL = {"workload.groups": 1, "workload.senders": 3, "workload.receivers": 3, "workload.loops": 10, "scenario.seed": 7}
+
+
+def test_scenario_toml_reproduces_the_run_on_the_cli(tmp_path, capsys):
+    from app.cli import main
+
+    cat = core.catalog()
+    scn = core.validate(core.apply(core.load_bundled("messaging-demo"), SMALL), cat)
+    text = core.scenario_toml(scn, header="test")
+    out = core.run_toml(core.scenario_key(scn), trace=False)
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    assert main(["run", str(f), "--json", "--no-progress"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert cli["metrics"] == out.result["metrics"]
+    assert cli["seed"] == 7
+
+
+def test_results_csv_has_one_row_per_run():
+    import csv
+    import io
+
+    cat = core.catalog()
+    scn = core.validate(core.apply(core.load_bundled("messaging-demo"), SMALL), cat)
+    out = core.run_toml(core.scenario_key(scn), trace=False)
+    text = core.results_csv([("a", out.result), ("b", out.result)])
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["run"] for r in rows] == ["a", "b"]
+    assert float(rows[0]["messages_per_s"]) == pytest.approx(out.result["metrics"]["messages_per_s"])
+
+
+def test_timeline_from_a_trace():
+    cat = core.catalog()
+    over = {"workload.routers": 6, "workload.report_every": 3, "workload.steps": "add", "kernel.rcu.nocb": "all"}
+    scn = core.validate(core.apply(core.load_bundled("netns-2014"), over), cat)
+    out = core.run_toml(core.scenario_key(scn), trace=True)
+    assert out.trace is not None
+    doc = core.parse_trace(out.trace)
+    names = [t.name for t in core.trace_tracks(doc)]
+    assert "CPU 0" in names and "RCU grace periods" in names
+    kthreads = core.kthread_names(doc)
+    assert any(n.startswith("rcuo") for n in kthreads), kthreads
+    t0, t1 = core.default_window_us(doc)
+    assert t1 > t0
+    spans, instants, truncated = core.timeline_rows(doc, t0, t1, kthreads)
+    rows = core.row_order(r["row"] for r in spans)
+    assert rows[0].startswith("CPU ")
+    assert any(r.startswith("task rcuo") for r in rows) or any(r == "RCU grace periods" for r in rows)
+    assert all(t0 / 1000 <= s["start_ms"] <= s["end_ms"] <= t1 / 1000 for s in spans)
+    gp = core.model_span_rows(doc)
+    assert gp and all(g["dur_ms"] >= 0 for g in gp)
+
+
+def test_plain_verdict_words():
+    from calibration.prescreen import Comparison, Effect, ModelError
+
+    e = Effect("rate", "higher", 100.0, 50.0, -0.5, -0.6, -0.4, "regresses", "unknown")
+    comp = Comparison("A", "B", [], 5, [1, 2, 3, 4, 5], 0.95, ModelError(None, None, ""), [e])
+    s = core.plain_verdict(comp, "rate")
+    assert "worse" in s and "-50.0%" in s and "-60.0%" in s and "95%" in s
+    e0 = Effect("rate", "higher", 100.0, 100.5, 0.005, -0.01, 0.02, "no detectable effect", "no")
+    comp0 = Comparison("A", "B", [], 5, [1, 2, 3, 4, 5], 0.95, ModelError(None, None, ""), [e0])
+    assert "no detectable difference" in core.plain_verdict(comp0, "rate")
+
+
+def test_profile_upload_errors_are_one_line():
+    from sim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        core.profile_from_json(b"{nope", "p.json")
+    with pytest.raises(ConfigError, match="kind"):
+        core.profile_from_json(b'{"a": 1}', "p.json")
+    with pytest.raises(ConfigError, match="empty"):
+        core.profile_from_json(b"", "p.json")
+
+
+def test_bundled_profile_gives_costs_and_machine():
+    prof = core.bundled_profile()
+    assert prof.costs and prof.cpus and prof.hz
+    data = core.apply_profile({"workload": {"kind": "messaging"}}, prof, None, 100)
+    assert data["kernel"]["hz"] == 100 and data["costs"] == prof.costs
+    core.validate(data)
+
+
+# ---------------------------------------------------------------------------------- verb and layering
+def test_app_verb_dry_run(capsys):
+    from app.cli import main
+
+    assert main(["app", "--port", "8600", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "streamlit run" in out and "main.py" in out
+    assert "--browser.gatherUsageStats false" in out and "--server.headless true" in out and "8600" in out
+
+
+def test_app_verb_bad_port(capsys):
+    from app.cli import main
+
+    assert main(["app", "--port", "0"]) == 2
+    assert "--port" in capsys.readouterr().err
+
+
+def test_models_and_sim_never_import_streamlit():
+    code = "import sys, sim.scenario, models, calibration.prescreen; models.catalog(); print('streamlit' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
+
+
+def test_story_pages_name_existing_stories():
+    from calibration import stories
+
+    assert set(content.STORY_PAGES) == set(stories.NAMES)
+    for p in content.STORY_PAGES.values():
+        assert p.explanation.count("\n\n") >= 2, "a few paragraphs"
+        assert p.try_next and p.published
+
+
+def test_series_rows_long_form():
+    res = {"series": {"rate": [{"routers": 25, "per_s": 10.0}, {"routers": 50, "per_s": 8.0}]}}
+    rows = core.series_rows([("r", res)])
+    assert [(r["x"], r["y"]) for r in rows] == [(25.0, 10.0), (50.0, 8.0)]
+    assert rows[0]["x_name"] == "routers" and rows[0]["y_name"] == "per_s"
+    assert math.isnan(core._num("x"))
+
+
+def test_validation_tab_shows_published_and_simulated(monkeypatch):
+    """The story page runs the story's validation and shows fitted and predicted rows, with
+    a miss reported as a miss (a stand-in story keeps the test quick)."""
+    from app.explorer import ui
+    from calibration import stories
+    from calibration.validation import Row, Story
+
+    def rows(opts):
+        if opts.progress is not None:
+            opts.progress("step", 1.0)
+        return [
+            Row("netns-2014", "rate", "4 CPU nocbno", 40.0, 41.0, "routers/s", "fitted", None, "seed"),
+            Row("netns-2014", "ratio", "4 CPU", 0.5, 0.2, "ratio", "predicted", 0.25, "seed"),
+        ]
+
+    fake = Story("netns-2014", "t", "seed", "m", rows, {"figures": {"a": 1.0}})
+    monkeypatch.setattr(stories, "get", lambda name: fake if name == "netns-2014" else None)
+    ui.cached_story_rows.clear()
+    at = page("netns").run()
+    at.number_input(key="val|netns-2014|seeds").set_value(2)
+    at.button(key="val|netns-2014|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    table = at.table[-1].value
+    assert list(table["role"]) == ["fitted", "predicted"]
+    assert list(table["rel_error"]) == ["+2.5%", "-60.0%"]
+    assert any("miss their target" in w.value for w in at.warning)
+    ui.cached_story_rows.clear()
+
+
+@pytest.mark.parametrize("story", sorted(content.STORY_PAGES))
+def test_every_story_page_runs_its_scenario(story):
+    """Run on every story page whose scenario exists: a runs table, no error, no exception."""
+    p = content.STORY_PAGES[story]
+    if not any((ROOT / "scenarios" / f"{s}.toml").is_file() for s in p.scenarios):
+        pytest.skip(f"no scenario of {story} is bundled yet")
+    at = page(_view_of(story)).run()
+    at.button(key=f"story:{story}|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    table = runs_table(at)
+    assert len(table) == 1
+    assert len(table.columns) >= 2
