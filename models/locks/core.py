@@ -1,0 +1,776 @@
+"""Kernel locks as mechanisms: raw spinlocks, mutexes with optimistic spinning, rt-mutexes with
+priority inheritance and the three handoff policies of the 2.6.24-rt sleeping spinlocks.
+
+A workload script takes a lock with ``yield Lock(L, hold)`` and drops it with
+``yield Unlock(L, after)``. ``hold`` is the kernel work done under the lock (ns, or a callable
+``(cpu, task) -> ns`` run at the moment the lock is taken: the critical section's effect),
+``after`` the work that follows the release. The CPU time an op returns is the lock's own cost
+(an atomic, a slow path, a wakeup paid by the releaser) plus that work.
+
+Waiting is of two kinds, as in the kernel:
+
+* **spinning** is CPU time: the waiter's segment lasts until the lock changes, then
+  :meth:`sim.machine.Machine.end_segment` ends it after ``cacheline`` (the lock word's cache line
+  moving to the spinner) and the waiter's continuation retries. Long spins are cut into
+  ``SPIN_QUANTUM`` pieces that re-check (an engine granularity, not a model constant);
+* **sleeping** blocks the task; only the lock's release (a grant) wakes it.
+
+Which implementation a lock gets depends on the kernel (:class:`~models.locks.config.LocksConfig`):
+``raw_spinlock`` always spins with preemption disabled; ``spinlock`` spins the same way without
+``preempt_rt`` and becomes an :class:`RtMutex` (spin type, policy applies) with it; ``rwlock``
+(read side) never waits without ``preempt_rt`` and is an exclusive or shared rt-mutex with it;
+``mutex`` is a :class:`Mutex` without ``preempt_rt`` and an rt_mutex (strict) with it;
+``rt_mutex`` is always an rt-mutex with strict stealing rules.
+
+Priorities are the substrate's: 0 for SCHED_OTHER, 1..99 for SCHED_FIFO, higher wins.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sim.ops import BLOCKED, Op
+from sim.task import BLOCKED as T_BLOCKED
+from sim.units import US
+
+from .config import LocksConfig
+
+if TYPE_CHECKING:
+    from sim.machine import CPU, Machine
+    from sim.task import Task
+
+SPIN_QUANTUM = 100 * US
+
+HoldFn = Callable[["CPU", "Task"], int]
+
+# counters kept per lock class (index into LockClassStats.c)
+ACQUIRED, CONTENDED, HANDOFFS, STEALS, LATERAL_STEALS, SPINS, SLEEPS, WASTED_WAKEUPS, PI_BOOSTS, SPIN_NS, PENDING_NS = range(11)
+COUNTER_NAMES = (
+    "acquisitions",
+    "contended",
+    "handoffs",
+    "steals",
+    "lateral_steals",
+    "spins",
+    "sleeps",
+    "wasted_wakeups",
+    "pi_boosts",
+    "spin_ns",
+    "pending_ns",
+)
+
+
+class Lock(Op):
+    """``spin_lock`` / ``mutex_lock`` / ``rt_mutex_lock`` / ``read_lock`` of ``lock``, then
+    ``hold`` of work under it (ns, or ``fn(cpu, task) -> ns`` run when the lock is taken)."""
+
+    __slots__ = ("lock", "hold_ns", "hold_fn")
+
+    def __init__(self, lock: KernelLock | PerCpuLock, hold: int | HoldFn = 0) -> None:
+        self.lock = lock
+        self.hold_fn: HoldFn | None = None
+        self.hold_ns = 0
+        if callable(hold):
+            self.hold_fn = hold
+        else:
+            if hold < 0:
+                raise ValueError(f"hold must be >= 0 ns, got {hold}")
+            self.hold_ns = int(hold)
+
+
+class Unlock(Op):
+    """Release ``lock``, then ``after`` of work (ns, or ``fn(cpu, task) -> ns`` run at release)."""
+
+    __slots__ = ("lock", "after_ns", "after_fn")
+
+    def __init__(self, lock: KernelLock | PerCpuLock, after: int | HoldFn = 0) -> None:
+        self.lock = lock
+        self.after_fn: HoldFn | None = None
+        self.after_ns = 0
+        if callable(after):
+            self.after_fn = after
+        else:
+            if after < 0:
+                raise ValueError(f"after must be >= 0 ns, got {after}")
+            self.after_ns = int(after)
+
+
+class LockClassStats:
+    """Counters of every lock of one class (e.g. all ``unix_state`` locks), in the manner of
+    CONFIG_LOCK_STAT's per-class /proc/lock_stat (kernel/locking/lockdep_proc.c)."""
+
+    __slots__ = ("name", "c")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.c = [0] * len(COUNTER_NAMES)
+
+
+def _hold(cpu: CPU, t: Task, op: Lock) -> int:
+    fn = op.hold_fn
+    return op.hold_ns if fn is None else fn(cpu, t)
+
+
+def _after(cpu: CPU, t: Task, op: Unlock) -> int:
+    fn = op.after_fn
+    return op.after_ns if fn is None else fn(cpu, t)
+
+
+def _held(t: Task) -> list[KernelLock]:
+    h = t.data.get("held")
+    if h is None:
+        h = t.data["held"] = []
+    return h
+
+
+class KernelLock:
+    """Base of the lock implementations: an owner, counters, and the model's services."""
+
+    __slots__ = ("model", "name", "stats", "owner")
+    kind = "lock"
+
+    def __init__(self, model: LockModel, name: str, stats: LockClassStats) -> None:
+        self.model = model
+        self.name = name
+        self.stats = stats
+        self.owner: Task | None = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+    def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def release(self, cpu: CPU, t: Task, op: Unlock) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _took(self, t: Task, how: str) -> None:
+        self.owner = t
+        self.stats.c[ACQUIRED] += 1
+        _held(t).append(self)
+        log = self.model.log
+        if log is not None:
+            log.append(("acquire", self.model.m.now, self.name, t.tid, how))
+
+    def _dropped(self, t: Task) -> None:
+        held = t.data["held"]
+        held.remove(self)
+        log = self.model.log
+        if log is not None:
+            log.append(("release", self.model.m.now, self.name, t.tid, ""))
+
+    def _start_spin(self, t: Task, spinners: list[Task], delay: int) -> None:
+        d = t.data
+        d["spinning"] = True
+        d["spin_tok"] = d.get("spin_tok", 0) + 1
+        d["spin_t0"] = self.model.m.now + delay
+        spinners.append(t)
+        self.stats.c[SPINS] += 1
+
+    def _stop_spin(self, t: Task, spinners: list[Task]) -> None:
+        d = t.data
+        if d.get("spinning"):
+            d["spinning"] = False
+            if t in spinners:
+                spinners.remove(t)
+            self.stats.c[SPIN_NS] += max(0, self.model.m.now - d["spin_t0"])
+
+
+class RawSpinLock(KernelLock):
+    """A spinning lock (raw_spinlock_t; spinlock_t without PREEMPT_RT): the holder and the
+    spinners have preemption disabled; on release the next spinner (arrival order for ticket
+    locks, a random one for test-and-set) owns it and notices after a cache-line transfer
+    (include/linux/spinlock.h, arch/x86 spinlocks)."""
+
+    __slots__ = ("spinners",)
+    kind = "raw_spinlock"
+
+    def __init__(self, model: LockModel, name: str, stats: LockClassStats) -> None:
+        super().__init__(model, name, stats)
+        self.spinners: list[Task] = []
+
+    def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:
+        t.preempt_count += 1
+        if self.owner is None:
+            self._took(t, "fast")
+            return self.model.cfg.atomic + _hold(cpu, t, op)
+        self.stats.c[CONTENDED] += 1
+        t.data["lk_op"] = op
+        self._start_spin(t, self.spinners, 0)
+        t.post = self._spin_post
+        return SPIN_QUANTUM
+
+    def _spin_post(self, cpu: CPU, t: Task) -> int:
+        if self.owner is not t:
+            t.post = self._spin_post
+            return SPIN_QUANTUM
+        self._stop_spin(t, self.spinners)
+        op: Lock = t.data.pop("lk_op")
+        return self.model.cfg.atomic + _hold(cpu, t, op)
+
+    def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
+        self._dropped(t)
+        spinners = self.spinners
+        if spinners:
+            if self.model.cfg.spinlock == "ticket" or len(spinners) == 1:
+                nxt = spinners[0]
+            else:
+                nxt = spinners[int(self.model.rng.integers(len(spinners)))]
+            spinners.remove(nxt)  # it stops spinning when it notices (its _spin_post)
+            self.stats.c[HANDOFFS] += 1
+            self._took(nxt, "handoff")
+            self.model.notice(nxt)
+        else:
+            self.owner = None
+        t.preempt_count -= 1
+        return self.model.cfg.atomic + _after(cpu, t, op)
+
+
+class SharedReadLock(KernelLock):
+    """The read side of a reader-writer lock whose readers share it (rwlock_t without
+    PREEMPT_RT, or multi-reader -rt rwlocks): readers never wait for each other. The write side
+    is not modelled (no modelled workload takes these locks for writing)."""
+
+    __slots__ = ("readers", "sleeping")
+    kind = "rwlock_shared"
+
+    def __init__(self, model: LockModel, name: str, stats: LockClassStats, sleeping: bool) -> None:
+        super().__init__(model, name, stats)
+        self.readers = 0
+        self.sleeping = sleeping
+
+    def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:
+        cfg = self.model.cfg
+        # -rt multi-reader locks take the slow path when another reader holds the lock
+        cost = cfg.rt_slowpath if (self.sleeping and self.readers) else cfg.atomic
+        self.readers += 1
+        if not self.sleeping:
+            t.preempt_count += 1
+        self.stats.c[ACQUIRED] += 1
+        return cost + _hold(cpu, t, op)
+
+    def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
+        self.readers -= 1
+        if not self.sleeping:
+            t.preempt_count -= 1
+        return self.model.cfg.atomic + _after(cpu, t, op)
+
+
+class RtMutex(KernelLock):
+    """An rt-mutex as in the 2.6.24-rt kernel/rtmutex.c: waiters in priority order (FIFO among
+    equals, as a plist); on release the top waiter becomes the *pending owner* and is woken
+    (wakeup_next_waiter); until it runs and takes the lock, only a strictly higher-priority task
+    may steal it (STEAL_NORMAL), or with lateral stealing also an equal-priority non-RT task
+    (STEAL_LATERAL, lock_is_stealable). A robbed pending owner re-queues at the tail of its
+    priority and sleeps again. With adaptive spinning a waiter spins while the owner it saw is
+    still the owner and is running on a CPU, and sleeps when the owner is not running
+    (adaptive_wait). Priority inheritance: the owner (pending or not) runs at least at its top
+    waiter's priority; blocked owners pass the boost along the chain (rt_mutex_adjust_prio_chain,
+    at most max_lock_depth steps)."""
+
+    __slots__ = ("pending", "waiters", "spinners", "lateral", "adaptive")
+    kind = "rt_mutex"
+
+    def __init__(self, model: LockModel, name: str, stats: LockClassStats, lateral: bool, adaptive: bool) -> None:
+        super().__init__(model, name, stats)
+        self.pending = False
+        self.waiters: list[tuple[int, int, Task]] = []  # (-prio, seq, task): plist order
+        self.spinners: list[Task] = []
+        self.lateral = lateral
+        self.adaptive = adaptive
+
+    # -- the waiter list
+    def top_waiter(self) -> Task | None:
+        return self.waiters[0][2] if self.waiters else None
+
+    def _enqueue(self, t: Task) -> None:
+        m = self.model
+        m.seq += 1
+        key = (-t.prio, m.seq, t)
+        t.data["wkey"] = key
+        t.data["blocked_on"] = self
+        bisect.insort(self.waiters, key)
+        log = m.log
+        if log is not None:
+            log.append(("enqueue", m.m.now, self.name, t.tid, t.prio))
+        o = self.owner
+        if o is not None and self.waiters[0][2] is t and t.prio > o.prio:
+            m.adjust_prio(o, 0)
+
+    def _dequeue(self, t: Task) -> None:
+        self.waiters.remove(t.data.pop("wkey"))
+        t.data["blocked_on"] = None
+
+    def requeue(self, t: Task) -> None:
+        """``t``'s priority changed while it waits here: move it (plist re-add)."""
+        self.waiters.remove(t.data["wkey"])
+        self.model.seq += 1
+        key = (-t.prio, self.model.seq, t)
+        t.data["wkey"] = key
+        bisect.insort(self.waiters, key)
+
+    def queued(self, t: Task) -> bool:
+        return t.data.get("blocked_on") is self
+
+    # -- taking
+    def _stealable(self, t: Task, pend: Task) -> bool:
+        if t.prio > pend.prio:
+            return True
+        return self.lateral and t.prio == pend.prio and not t.prio  # equal and not RT (lock_is_stealable)
+
+    def _try_take(self, t: Task) -> bool:
+        """do_try_to_take_rt_mutex under wait_lock."""
+        o = self.owner
+        m = self.model
+        if o is None:
+            if self.queued(t):
+                self._dequeue(t)
+            self.pending = False
+            t.data["granted"] = False
+            self._took(t, "slow")
+            m.adjust_prio(t, 0)
+            return True
+        if not self.pending:
+            return False
+        if o is t:
+            self.pending = False
+            t.data["granted"] = False
+            self.stats.c[PENDING_NS] += m.m.now - t.data["grant_t"]
+            log = m.log
+            if log is not None:
+                log.append(("acquire", m.m.now, self.name, t.tid, "pending"))
+            self.stats.c[ACQUIRED] += 1
+            return True
+        if not self._stealable(t, o):
+            return False
+        # steal from the pending owner, which has not run yet (try_to_steal_lock)
+        c = self.stats.c
+        c[STEALS] += 1
+        if t.prio == o.prio:
+            c[LATERAL_STEALS] += 1
+        log = m.log
+        if log is not None:
+            log.append(("steal", m.m.now, self.name, t.tid, o.tid, t.prio, o.prio))
+        tracer = m.m.tracer
+        if tracer is not None:
+            tracer.instant(m.m.cpus[t.cpu].tid, f"steal {self.name}", m.m.now)
+        o.data["held"].remove(self)
+        self.pending = False
+        if self.queued(t):
+            self._dequeue(t)
+        t.data["granted"] = False
+        self._took(t, "steal")
+        m.adjust_prio(o, 0)
+        m.adjust_prio(t, 0)
+        return True
+
+    def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:
+        if self.owner is None and not self.waiters:
+            self._took(t, "fast")
+            return self.model.cfg.atomic + _hold(cpu, t, op)
+        self.stats.c[CONTENDED] += 1
+        t.data["lk_op"] = op
+        return self._slow(cpu, t, self.model.cfg.rt_slowpath)
+
+    def _slow(self, cpu: CPU, t: Task, cost: int) -> int:
+        """One pass of rt_spin_lock_slowlock / rt_mutex_slowlock under wait_lock: take or
+        steal, else queue; then (after ``cost``) :meth:`_wait`."""
+        if self._try_take(t):
+            op: Lock = t.data.pop("lk_op")
+            return cost + _hold(cpu, t, op)
+        d = t.data
+        if d.get("granted"):  # woken as pending owner, robbed before it ran
+            d["granted"] = False
+            self.stats.c[WASTED_WAKEUPS] += 1
+        if not self.queued(t):
+            self._enqueue(t)
+        t.post = self._wait
+        return cost
+
+    def _wait(self, cpu: CPU, t: Task) -> int:
+        """wait_lock dropped: spin while the owner runs (adaptive_wait) or sleep."""
+        o = self.owner
+        if o is t or o is None or not self.queued(t):
+            # granted (or robbed, or released) meanwhile: go round the loop again, no sleep
+            return self._slow(cpu, t, self.model.cfg.rt_slowpath)
+        if self.adaptive and o.on_cpu:
+            t.data["spin_owner"] = o
+            self._start_spin(t, self.spinners, 0)
+            t.post = self._spin_post
+            return SPIN_QUANTUM
+        m = self.model
+        self.stats.c[SLEEPS] += 1
+        log = m.log
+        if log is not None:
+            log.append(("sleep", m.m.now, self.name, t.tid, o.on_cpu, self.adaptive))
+        t.post = self._wake_post
+        return BLOCKED
+
+    def _spin_post(self, cpu: CPU, t: Task) -> int:
+        """adaptive_wait's loop: granted, owner changed, or owner off its CPU."""
+        o = self.owner
+        d = t.data
+        if o is d["spin_owner"] and o is not t and o is not None and o.on_cpu:
+            t.post = self._spin_post
+            return SPIN_QUANTUM
+        self._stop_spin(t, self.spinners)
+        if o is t or o is not d["spin_owner"]:
+            return self._slow(cpu, t, self.model.cfg.rt_slowpath)
+        return self._wait(cpu, t)  # "owner went to bed, so should we"
+
+    def _wake_post(self, cpu: CPU, t: Task) -> int:
+        return self._slow(cpu, t, self.model.cfg.rt_slowpath)
+
+    # -- releasing
+    def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
+        self._dropped(t)
+        m = self.model
+        if not self.waiters:
+            self.owner = None
+            self.pending = False
+            cost = m.cfg.atomic
+            if t.prio != t.base_prio:
+                m.adjust_prio(t, 0)
+            return cost + _after(cpu, t, op)
+        # wakeup_next_waiter: the top waiter becomes the pending owner
+        cost = m.cfg.rt_slowpath
+        w = self.waiters[0][2]
+        self._dequeue(w)
+        self.owner = w
+        self.pending = True
+        w.data["granted"] = True
+        w.data["grant_t"] = m.m.now
+        _held(w).append(self)
+        self.stats.c[HANDOFFS] += 1
+        log = m.log
+        if log is not None:
+            log.append(("grant", m.m.now, self.name, w.tid, t.tid))
+        m.adjust_prio(t, 0)
+        m.adjust_prio(w, 0)
+        if w.data.get("spinning"):
+            m.notice(w)  # a spinning waiter is running: no wakeup needed
+        elif w.state == T_BLOCKED:
+            if log is not None:
+                log.append(("wake", m.m.now, self.name, w.tid, ""))
+            cost += m.m.wake(w, cpu)
+        for s in self.spinners:
+            if s is not w:
+                m.notice(s)  # the owner changed: spinners retry (and may steal)
+        return cost + _after(cpu, t, op)
+
+    def owner_off_cpu(self) -> None:
+        """The owner stopped running: adaptive spinners go to sleep."""
+        for s in self.spinners:
+            self.model.notice(s)
+
+
+class Mutex(KernelLock):
+    """struct mutex without PREEMPT_RT (kernel/mutex.c, kernel/locking/mutex.c): FIFO sleepers;
+    unlock releases the lock and wakes the first waiter, which may lose it to a newcomer. The
+    'mainline' flavour spins while the owner runs (mutex_optimistic_spin) and, once the first
+    waiter has lost after a wakeup, hands the next unlock directly to it (HANDOFF)."""
+
+    __slots__ = ("waiters", "spinners", "handoff", "mainline")
+    kind = "mutex"
+
+    def __init__(self, model: LockModel, name: str, stats: LockClassStats, mainline: bool) -> None:
+        super().__init__(model, name, stats)
+        self.waiters: list[Task] = []
+        self.spinners: list[Task] = []
+        self.handoff = False
+        self.mainline = mainline
+
+    def _take(self, t: Task, how: str) -> None:
+        if t in self.waiters:
+            if self.waiters[0] is t:
+                self.handoff = False
+            self.waiters.remove(t)
+        self._took(t, how)
+
+    def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:
+        if self.owner is None and not self.handoff:
+            self._take(t, "fast")
+            return self.model.cfg.atomic + _hold(cpu, t, op)
+        self.stats.c[CONTENDED] += 1
+        t.data["lk_op"] = op
+        o = self.owner
+        if self.mainline and o is not None and o.on_cpu:
+            t.data["spin_owner"] = o
+            self._start_spin(t, self.spinners, 0)
+            t.post = self._spin_post
+            return SPIN_QUANTUM
+        return self._queue_and_sleep(cpu, t)
+
+    def _queue_and_sleep(self, cpu: CPU, t: Task) -> int:
+        if t not in self.waiters:
+            self.waiters.append(t)
+            log = self.model.log
+            if log is not None:
+                log.append(("enqueue", self.model.m.now, self.name, t.tid, t.prio))
+        t.post = self._block_post
+        return self.model.cfg.mutex_slowpath
+
+    def _spin_post(self, cpu: CPU, t: Task) -> int:
+        o = self.owner
+        d = t.data
+        if o is d["spin_owner"] and o is not None and o.on_cpu:
+            t.post = self._spin_post
+            return SPIN_QUANTUM
+        self._stop_spin(t, self.spinners)
+        if o is t or (o is None and not self.handoff):
+            if o is None:
+                self._take(t, "spin")
+            op: Lock = d.pop("lk_op")
+            return self.model.cfg.atomic + _hold(cpu, t, op)
+        if o is not None and o.on_cpu and t not in self.waiters:
+            d["spin_owner"] = o
+            self._start_spin(t, self.spinners, 0)
+            t.post = self._spin_post
+            return SPIN_QUANTUM
+        return self._queue_and_sleep(cpu, t)
+
+    def _block_post(self, cpu: CPU, t: Task) -> int:
+        if self.owner is t or (self.owner is None and (not self.handoff or self.waiters[0] is t)):
+            return self._wake_post(cpu, t)
+        m = self.model
+        self.stats.c[SLEEPS] += 1
+        log = m.log
+        if log is not None:
+            o = self.owner
+            log.append(("sleep", m.m.now, self.name, t.tid, bool(o is not None and o.on_cpu), False))
+        t.post = self._wake_post
+        return BLOCKED
+
+    def _wake_post(self, cpu: CPU, t: Task) -> int:
+        o = self.owner
+        if o is t or (o is None and (not self.handoff or self.waiters[0] is t)):
+            if o is None:
+                self._take(t, "slow")
+            elif t in self.waiters:
+                self.waiters.remove(t)
+            op: Lock = t.data.pop("lk_op")
+            return self.model.cfg.mutex_slowpath + _hold(cpu, t, op)
+        if t.data.pop("woken", False):
+            self.stats.c[WASTED_WAKEUPS] += 1
+            if self.mainline and self.waiters and self.waiters[0] is t:
+                self.handoff = True  # __mutex_lock_common: the first waiter asks for a handoff
+        return self._queue_and_sleep(cpu, t)
+
+    def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
+        self._dropped(t)
+        m = self.model
+        cost = m.cfg.atomic
+        for s in self.spinners:
+            m.notice(s)
+        if not self.waiters:
+            self.owner = None
+            return cost + _after(cpu, t, op)
+        cost = m.cfg.mutex_slowpath
+        w = self.waiters[0]
+        if self.handoff:
+            self.handoff = False
+            self.waiters.pop(0)
+            self.stats.c[HANDOFFS] += 1
+            self._took(w, "handoff")
+        else:
+            self.owner = None
+        if w.state == T_BLOCKED:
+            w.data["woken"] = True
+            log = m.log
+            if log is not None:
+                log.append(("wake", m.m.now, self.name, w.tid, ""))
+            cost += m.m.wake(w, cpu)
+        return cost + _after(cpu, t, op)
+
+
+class PerCpuLock:
+    """One lock per CPU; a task takes the one of the CPU it runs on when it asks (the -rt
+    per-CPU locked slab arrays, DEFINE_PER_CPU_LOCKED / get_cpu_var_locked), and releases that
+    same one wherever it runs by then."""
+
+    __slots__ = ("name", "locks", "held")
+
+    def __init__(self, name: str, locks: list[KernelLock]) -> None:
+        self.name = name
+        self.locks = locks
+        self.held: dict[int, KernelLock] = {}  # task id -> the CPU's lock it took
+
+
+class LockModel:
+    """The installed ``[kernel.locks]`` mechanism (kernel/locking/, the -rt patch's
+    include/linux/spinlock.h mapping of lock types): makes locks of the kernel's flavour, handles
+    :class:`Lock` / :class:`Unlock`, wakes adaptive spinners when an owner stops running, runs
+    the -rt timer softirq threads, and counts what happened (:meth:`metrics`)."""
+
+    def __init__(self, m: Machine, cfg: LocksConfig) -> None:
+        self.m = m
+        self.cfg = cfg
+        self.seq = 0
+        self.rng = m.streams.get("locks")
+        self.classes: dict[str, LockClassStats] = {}
+        self.locks: list[KernelLock] = []
+        self.log: list[tuple[Any, ...]] | None = None  # set to [] to record every lock event (tests)
+        self.softirq_runs = 0
+        m.handle(Lock, self._h_lock)
+        m.handle(Unlock, self._h_unlock)
+        m.switch_hooks.append(self._on_switch)
+        if cfg.preempt_rt and cfg.rt_softirq_thread:
+            self._threads = [self._spawn_softirq_thread(c.index) for c in m.cpus]
+            m.tick_hooks.append(self._on_tick)
+
+    # -- making locks
+    def _stats(self, cls: str) -> LockClassStats:
+        s = self.classes.get(cls)
+        if s is None:
+            s = self.classes[cls] = LockClassStats(cls)
+        return s
+
+    def new_lock(self, decl: str, name: str, cls: str | None = None) -> KernelLock:
+        """A lock declared in kernel code as ``decl`` (raw_spinlock, spinlock, rwlock, mutex,
+        rt_mutex), implemented as this kernel does. ``cls`` groups locks in the metrics."""
+        cfg = self.cfg
+        stats = self._stats(cls or name)
+        rt = cfg.preempt_rt
+        lock: KernelLock
+        if decl == "raw_spinlock" or (decl == "spinlock" and not rt):
+            lock = RawSpinLock(self, name, stats)
+        elif decl == "spinlock" or (decl == "rwlock" and rt and cfg.rwlock == "exclusive"):
+            lateral = cfg.policy in ("lateral", "adaptive")
+            lock = RtMutex(self, name, stats, lateral=lateral, adaptive=cfg.policy == "adaptive")
+        elif decl == "rwlock":
+            lock = SharedReadLock(self, name, stats, sleeping=rt)
+        elif decl == "mutex" and not rt:
+            lock = Mutex(self, name, stats, mainline=cfg.mutex == "mainline")
+        elif decl in ("mutex", "rt_mutex"):
+            lock = RtMutex(self, name, stats, lateral=False, adaptive=False)
+        else:
+            raise ValueError(f"unknown lock type {decl!r} (raw_spinlock, spinlock, rwlock, mutex, rt_mutex)")
+        self.locks.append(lock)
+        return lock
+
+    def new_percpu_lock(self, decl: str, name: str, cls: str | None = None) -> PerCpuLock:
+        return PerCpuLock(name, [self.new_lock(decl, f"{name}/{c.index}", cls or name) for c in self.m.cpus])
+
+    # -- op handlers
+    def _h_lock(self, cpu: CPU, t: Task, op: Lock) -> int:
+        lk = op.lock
+        if type(lk) is PerCpuLock:
+            real = lk.locks[cpu.index]
+            lk.held[t.tid] = real
+            return real.acquire(cpu, t, op)
+        return lk.acquire(cpu, t, op)  # type: ignore[union-attr]
+
+    def _h_unlock(self, cpu: CPU, t: Task, op: Unlock) -> int:
+        lk = op.lock
+        if type(lk) is PerCpuLock:
+            return lk.held.pop(t.tid).release(cpu, t, op)
+        return lk.release(cpu, t, op)  # type: ignore[union-attr]
+
+    # -- services for the lock classes
+    def notice(self, t: Task) -> None:
+        """A spinner sees the lock word change after a cache-line transfer."""
+        self.m.call_at(self.cfg.cacheline, self._end_spin, t, t.data["spin_tok"])
+
+    def _end_spin(self, t: Task, tok: int) -> None:
+        d = t.data
+        if d.get("spinning") and d["spin_tok"] == tok:
+            self.m.end_segment(t)
+
+    def _on_switch(self, cpu: CPU, prev: Task | None, nxt: Task | None) -> None:
+        if prev is None:
+            return
+        held = prev.data.get("held")
+        if held:
+            for lk in held:
+                spinners = getattr(lk, "spinners", None)
+                if spinners:
+                    for s in spinners:
+                        self.notice(s)
+
+    def adjust_prio(self, t: Task, depth: int) -> None:
+        """__rt_mutex_adjust_prio and the chain walk: ``t`` runs at the highest of its own
+        priority and its rt-mutexes' top waiters'; if it is blocked on an rt-mutex, the new
+        priority requeues it there and propagates to that lock's owner."""
+        prio = t.base_prio
+        held = t.data.get("held")
+        if held:
+            for lk in held:
+                if type(lk) is RtMutex and lk.waiters:
+                    p = -lk.waiters[0][0]
+                    if p > prio:
+                        prio = p
+        if prio == t.prio:
+            return
+        if prio > t.prio:
+            for lk in held or ():
+                lk.stats.c[PI_BOOSTS] += 1
+                break
+        log = self.log
+        if log is not None:
+            log.append(("prio", self.m.now, "", t.tid, prio))
+        self.m.set_prio(t, prio)
+        blocked = t.data.get("blocked_on")
+        if blocked is not None and depth < self.cfg.max_lock_depth:
+            blocked.requeue(t)
+            o = blocked.owner
+            if o is not None and o is not t:
+                self.adjust_prio(o, depth + 1)
+
+    # -- PREEMPT_RT threaded timer softirq
+    def _spawn_softirq_thread(self, cpu: int) -> Task:
+        cost = self.cfg.timer_softirq
+
+        def run(c: CPU, task: Task) -> int:
+            self.softirq_runs += 1
+            return cost
+
+        def park(c: CPU, task: Task) -> int:
+            if task.data.get("raised"):
+                task.data["raised"] = False
+                return 0
+            return BLOCKED
+
+        from sim.ops import Call
+
+        op_run, op_park = Call(run), Call(park)
+
+        def script(task: Task):  # type: ignore[no-untyped-def]
+            while True:
+                yield op_park
+                yield op_run
+
+        return self.m.spawn(
+            script, f"softirq-timer/{cpu}", policy="fifo", prio=self.cfg.rt_softirq_prio, affinity=(cpu,), kthread=True
+        )
+
+    def _on_tick(self, cpu: CPU) -> None:
+        k = self._threads[cpu.index]
+        if k.state == T_BLOCKED:
+            self.m.wake(k, cpu)
+        else:
+            k.data["raised"] = True
+
+    # -- results
+    def metrics(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        totals = [0] * len(COUNTER_NAMES)
+        for cls in sorted(self.classes):
+            c = self.classes[cls].c
+            for i, v in enumerate(c):
+                totals[i] += v
+            for i in (ACQUIRED, CONTENDED, HANDOFFS, STEALS, SPINS, SLEEPS, WASTED_WAKEUPS):
+                out[f"{cls}.{COUNTER_NAMES[i]}"] = float(c[i])
+        for i, name in enumerate(COUNTER_NAMES):
+            out[name] = float(totals[i])
+        out["spin_ms"] = out.pop("spin_ns") / 1e6
+        # how long a lock stayed reserved for a woken pending owner before it ran and took it
+        out["pending_owner_wait_us"] = out.pop("pending_ns") / 1e3 / max(1.0, out["handoffs"] - out["steals"])
+        out["softirq_thread_runs"] = float(self.softirq_runs)
+        return out
+
+
+def install(m: Machine, cfg: LocksConfig) -> LockModel:
+    cfg.check_kernel(m.kernel, "kernel.locks")
+    return LockModel(m, cfg)
