@@ -858,9 +858,6 @@ class Machine:
             tracer.instant(dst.tid, name, self.env.now, args={"from": src.index if src else -1})
         self.interrupt(dst, self.jit_sched.apply(self.costs.ipi_handler), fn, self.jit_sched.apply(self.costs.ipi_latency))
 
-    def _arm_tick(self, cpu: CPU, at: int) -> None:
-        cpu._arm_tick_at(at)
-
     def _default_idle_exit(self, cpu: CPU) -> int:
         return self._jit_idle.apply(self.costs.idle_exit)
 

@@ -34,6 +34,7 @@ Which mechanisms and workloads exist is given by a :class:`Catalog` that ``model
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import time
 import tomllib
@@ -157,8 +158,6 @@ def validate(data: Mapping[str, Any], catalog: Catalog) -> Scenario:
     """Turn a parsed scenario mapping into a :class:`Scenario`, or raise ConfigError."""
     for key in data:
         if key not in _TOP_KEYS:
-            import difflib
-
             close = difflib.get_close_matches(key, _TOP_KEYS, n=1)
             raise ConfigError(
                 key, "unknown section", f"did you mean {close[0]!r}?" if close else f"sections are {', '.join(_TOP_KEYS)}"
@@ -191,8 +190,6 @@ def validate(data: Mapping[str, Any], catalog: Catalog) -> Scenario:
         )
     kind = wl["kind"]
     if kind not in catalog.workloads:
-        import difflib
-
         close = difflib.get_close_matches(str(kind), list(catalog.workloads), n=1)
         raise ConfigError(
             "workload.kind",

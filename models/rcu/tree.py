@@ -75,7 +75,7 @@ class RcuData:
 
     __slots__ = (
         "cpu", "offloaded", "done", "waiting", "nxt", "gp_seen", "completed_seen", "qs_pending",
-        "passed_quiesce", "epoch", "epoch_snap", "fnh_armed", "fnh_last_jiffy", "qlen_last",
+        "passed_quiesce", "epoch", "epoch_snap", "fnh_armed", "qlen_last",
         "unlimited", "bypass", "bypass_lazy_only", "bypass_first", "nb_jiffy", "nb_count",
         "nocb_list", "exp_deferred", "drain", "draining", "holdoff", "fnh_fn",
     )  # fmt: skip
@@ -93,7 +93,6 @@ class RcuData:
         self.epoch = 0  # dynticks: bumped on every idle entry and exit
         self.epoch_snap = -1
         self.fnh_armed = -1  # jiffy of the pending RCU_FAST_NO_HZ wakeup timer, if any
-        self.fnh_last_jiffy = -1
         self.qlen_last = 0
         self.unlimited = False
         self.bypass: list[Callback] = []
@@ -614,7 +613,6 @@ class Rcu:
         if rdp.done:
             cpu.raise_softirq(RCU_SOFTIRQ)
             return
-        rdp.fnh_last_jiffy = j
         self._arm_idle_gp_timer(cpu, rdp, j)
 
     def _idle_exit(self, cpu: CPU) -> None:
@@ -918,8 +916,6 @@ class Rcu:
                     del self.gp_blockers[t]
                     if self.in_progress and self._gp_done():
                         cost += self._wake_gp_for_end(cpu)
-            if not self.cfg.preemptible and cpu.need_resched:
-                pass  # preempt_enable(): the op boundary that follows is the preemption point
         return cost
 
     # ------------------------------------------------------------------ results
