@@ -253,6 +253,48 @@ def test_percpu_rwsem_writer_grace_periods_per_mode(mode, syncs, exp):
     assert sem.writes == 2 and not sem.violations
 
 
+@pytest.mark.parametrize(("throttle", "returns_jiffy"), [(True, 12), (False, 7)])
+def test_2015_fast_no_hz_callbacks_wait_for_the_next_wakeup(throttle, returns_jiffy):
+    """synchronize_sched() on an idle 2-CPU HZ=1000 RCU_FAST_NO_HZ machine (rcu-sync-2015's path).
+    The caller's CPU idles with its unaccelerated callback until its wakeup at round_up(0 + 4, 4)
+    = jiffy 4, which starts the GP; the GP kthread runs there (the waker's CPU) and its FQS at jiffy
+    7 ends the GP. With the 2015 rule that CPU already advanced callbacks in jiffy 7 (idle exit),
+    so it idles again with the ready callback until round_up(7 + 4, 4) = jiffy 12; v3.13 invokes
+    it at once."""
+    from sim.machine import Env, Machine
+    from sim.params import KernelConfig, MachineConfig
+    from sim.rng import Streams
+
+    from .helpers import ZERO_COSTS
+
+    k = KernelConfig(hz=1000, nohz_idle=True, wake_affine="waker")
+    m = Machine(Env(), MachineConfig(cpus=2), k, ZERO_COSTS, Streams(1), None)
+    rcu = Rcu(m, RcuConfig(era="v3.13", fast_no_hz=True, fnh_advance_once_per_jiffy=throttle))
+    rcu.record = True
+    out = []
+
+    def caller(task):
+        yield CpuWork(500 * US, user=False)
+        yield SynchronizeRcu()
+        out.append(m.env.now)
+        m.done.succeed()
+
+    m.spawn(caller, "caller", affinity=(0,))
+    run(m)
+    assert len(rcu.log_gp) == 1
+    _, start, end = rcu.log_gp[0]
+    assert start // MS == 4 and end // MS == 7
+    assert out[0] // MS == returns_jiffy
+
+
+def test_fnh_advance_once_per_jiffy_needs_v313_with_fast_no_hz():
+    with pytest.raises(ConfigError, match="fnh_advance_once_per_jiffy"):
+        RcuConfig(era="v6", fnh_advance_once_per_jiffy=True).check("kernel.rcu")
+    with pytest.raises(ConfigError, match="fnh_advance_once_per_jiffy"):
+        RcuConfig(era="v3.13", fast_no_hz=False, fnh_advance_once_per_jiffy=True).check("kernel.rcu")
+    RcuConfig(era="v3.13", fnh_advance_once_per_jiffy=True).check("kernel.rcu")
+
+
 def test_percpu_rwsem_readers_use_the_fast_path_only_without_writers():
     m = machine(cpus=2, writer_sync="rcu_sync")
     sem = m.models["percpu_rwsem"].new("sem")

@@ -65,11 +65,14 @@ def test_urcu_synchronize_waits_for_every_earlier_reader(setup):
 @st.composite
 def rwsem_setups(draw):
     mode = draw(st.sampled_from(["expedited", "normal", "rcu_sync"]))
+    era = draw(st.sampled_from(["v3.13", "v6"]))
     over = {
         "machine.cpus": draw(st.integers(1, 4)),
         "kernel.hz": draw(st.sampled_from([250, 1000])),
         "kernel.preempt": draw(st.sampled_from(["none", "voluntary", "full"])),
-        "kernel.rcu.era": draw(st.sampled_from(["v3.13", "v6"])),
+        "kernel.rcu.era": era,
+        # the 2015 RCU_FAST_NO_HZ callback rules exist only in the v3.13-era model
+        "kernel.rcu.fnh_advance_once_per_jiffy": era == "v3.13" and draw(st.booleans()),
         "kernel.percpu_rwsem.writer_sync": mode,
         "kernel.percpu_rwsem.rcu_sync_era": draw(st.sampled_from(["v4.4", "v5.4"])),
         # a long fast path widens the window between the reader's test and its increment

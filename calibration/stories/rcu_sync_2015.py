@@ -11,8 +11,10 @@ Fitted: one parameter, ``workload.toggle_work`` (the kernel work of one toggle i
 section), to the expedited run (13.5 s). Predicted: normal/expedited (5.0) and
 rcu_sync/expedited (0.985) within 20 %, and the synchronous grace periods rcu_sync pays (1-3).
 The machine's HZ and RCU_FAST_NO_HZ are not in the seed: the scenario assumes a distro
-(Fedora/RHEL-style) configuration, HZ=1000 with RCU_FAST_NO_HZ; docs/readme/sync.md shows how
-the normal/expedited prediction moves with them. ``python -m calibration.stories.rcu_sync_2015
+(Fedora/RHEL-style) configuration, HZ=1000 with RCU_FAST_NO_HZ, chosen before any result. The
+RCU runs the 2015 idle rules (``kernel.rcu.fnh_advance_once_per_jiffy``, ``kernel.wake_affine =
+"waker"``; docs/kernel/membarrier-urcu-rcu-sync.md §3.4); docs/readme/sync.md shows how the
+normal/expedited prediction moves with all of these. ``python -m calibration.stories.rcu_sync_2015
 --fit`` redoes the fit and rewrites ``calibration/fits/rcu-sync-2015.toml``.
 """
 
@@ -123,7 +125,8 @@ def rows_from(r: dict[str, dict[str, float]], pairs: int = PAIRS) -> list[Row]:
             "predicted",
             0.2,
             src,
-            "depends on the machine's grace-period latency: HZ and RCU_FAST_NO_HZ are assumed (HZ=1000, on)",
+            "depends on the machine's grace-period latency: HZ=1000 and RCU_FAST_NO_HZ are assumed; "
+            "the 2015 once-a-jiffy callback advance and wake_affine are modelled",
         ),
         Row(
             NAME,

@@ -49,6 +49,19 @@ class RcuConfig:
         max=1000,
         source="kernel/rcu/tree_plugin.h (v3.13); RCU_IDLE_GP_DELAY in kernel/rcutree_plugin.h (v3.9)",
     )
+    fnh_advance_once_per_jiffy: bool = knob(
+        False,
+        doc="era v3.13 with fast_no_hz: the later RCU_FAST_NO_HZ (v3.18-v5.16, the 2015 kernels), whose "
+        "rcu_try_advance_all_cbs() does its work at most once per jiffy (last_advance_all). It runs at idle exit "
+        "and at an interrupt from idle (rcu_cleanup_after_idle) and when the tick stops (rcu_needs_cpu); "
+        "rcu_gp_cleanup() leaves the GP kthread's own ready callbacks to it or to the next tick, and every idle "
+        "entry recomputes the wakeup (round_up(jiffies + rcu_idle_gp_delay, rcu_idle_gp_delay)). So a CPU that "
+        "ran the GP kthread through the end of a grace period re-enters idle with its callbacks ready and "
+        "sleeps to that wakeup. False: the v3.13 model (advance at every idle entry and exit)",
+        source="kernel/rcu/tree_plugin.h rcu_try_advance_all_cbs (throttle absent in v3.11-v3.13, present in "
+        "v3.18 and v4.12 sources); kernel/rcu/tree.c rcu_irq_enter, rcu_gp_cleanup (v4.0); "
+        "docs/kernel/membarrier-urcu-rcu-sync.md §3.4",
+    )
     rcu_idle_flushes: int = knob(
         5,
         doc="v3.9 RCU_FAST_NO_HZ: pushes of the RCU state machine at idle entry (RCU_IDLE_FLUSHES)",
@@ -152,6 +165,12 @@ class RcuConfig:
         p = f"{path}." if path else ""
         if self.qlowmark > self.qhimark:
             raise ConfigError(f"{p}qlowmark", "is above qhimark", "keep qlowmark <= qhimark")
+        if self.fnh_advance_once_per_jiffy and (self.era != "v3.13" or not self.fast_no_hz):
+            raise ConfigError(
+                f"{p}fnh_advance_once_per_jiffy",
+                'only applies to era = "v3.13" with fast_no_hz = true',
+                'set era = "v3.13" and fast_no_hz = true, or leave it false',
+            )
         if isinstance(self.nocb, tuple) and len(set(self.nocb)) != len(self.nocb):
             raise ConfigError(f"{p}nocb", "lists a CPU twice", "list each CPU once")
 

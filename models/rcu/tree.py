@@ -21,6 +21,9 @@ The pieces, all emerging from the substrate's CPUs and tasks:
   v3.13 requests a GP for new callbacks at the next tick or at idle entry (RCU_FAST_NO_HZ,
   which then wakes the idle CPU every ``rcu_idle_gp_delay`` jiffies); v6 keeps the tick of an
   idle CPU that has callbacks (``rcu_needs_cpu``).
+  ``fnh_advance_once_per_jiffy`` adds the 2015 kernels' once-a-jiffy ``rcu_try_advance_all_cbs()``
+  (idle exit, interrupt from idle, tick stop), a GP end that leaves the kthread CPU's ready
+  callbacks to that path, and a wakeup recomputed at each idle entry.
 * **Offloaded CPUs** (NOCB) hand callbacks to kthreads: see :mod:`models.rcu.nocb`.
 * ``synchronize_rcu()`` queues a wake-me callback and sleeps: its waiter is woken only when that
   callback is invoked (in softirq, or by the CPU's rcuo kthread when offloaded) unless
@@ -77,7 +80,7 @@ class RcuData:
         "cpu", "offloaded", "done", "waiting", "nxt", "gp_seen", "completed_seen", "qs_pending",
         "passed_quiesce", "epoch", "epoch_snap", "fnh_armed", "qlen_last",
         "unlimited", "bypass", "bypass_lazy_only", "bypass_first", "nb_jiffy", "nb_count",
-        "nocb_list", "exp_deferred", "drain", "draining", "holdoff", "fnh_fn",
+        "nocb_list", "exp_deferred", "drain", "draining", "holdoff", "fnh_fn", "last_advance_all",
     )  # fmt: skip
 
     def __init__(self, cpu: int, offloaded: bool) -> None:
@@ -106,6 +109,7 @@ class RcuData:
         self.draining = False
         self.holdoff = -1  # v3.9 FAST_NO_HZ dyntick_holdoff (a jiffy)
         self.fnh_fn: Any = None
+        self.last_advance_all = -1  # jiffy of the last rcu_try_advance_all_cbs() (fnh_advance_once_per_jiffy)
 
     def has_cbs(self) -> bool:
         return bool(self.done or self.waiting or self.nxt)
@@ -127,6 +131,8 @@ class Rcu:
         # rcu_barrier; v3.9 differs in FAST_NO_HZ, FQS timing and how rcuo waits for a GP
         self.v313 = cfg.era in ("v3.9", "v3.13")
         self.v39 = cfg.era == "v3.9"
+        # the 2015 RCU_FAST_NO_HZ: callbacks advanced at most once per jiffy around idle
+        self.fnh_throttle = cfg.fnh_advance_once_per_jiffy
         self.offloaded = cfg.offloaded(ncpu)
         self.rdp = [RcuData(i, i in self.offloaded) for i in range(ncpu)]
         self.nodes = max(1, -(-ncpu // cfg.fanout_leaf)) + (1 if ncpu > cfg.fanout_leaf else 0)
@@ -401,7 +407,9 @@ class Rcu:
         # the kthread's own CPU notices the end at once and advances its callbacks
         rdp = self.rdp[cpu.index]
         self._note_gp_changes(rdp)
-        if rdp.done and not rdp.offloaded:
+        if rdp.done and not rdp.offloaded and not self.fnh_throttle:
+            # (with fnh_throttle, as in rcu_gp_cleanup: no invoke_rcu_core(); the idle path's
+            # rcu_try_advance_all_cbs() or the next tick's rcu_pending() finds them)
             cpu.raise_softirq(RCU_SOFTIRQ)
         if self.future_needed > self.completed or (rdp.nxt and not rdp.offloaded):
             if rdp.nxt and not rdp.offloaded:
@@ -609,11 +617,21 @@ class Rcu:
         # queued just before idling wait for that wakeup (or any other) to get a GP.
         period = self.m.tick_ns
         j = self.env.now // period
-        self._note_gp_changes(rdp)
-        if rdp.done:
-            cpu.raise_softirq(RCU_SOFTIRQ)
-            return
+        if not self.fnh_throttle or self._try_advance_all(rdp, j):
+            self._note_gp_changes(rdp)
+            if rdp.done:
+                cpu.raise_softirq(RCU_SOFTIRQ)
+                return
         self._arm_idle_gp_timer(cpu, rdp, j)
+
+    @staticmethod
+    def _try_advance_all(rdp: RcuData, j: int) -> bool:
+        """The throttle of rcu_try_advance_all_cbs() (2015 kernels): "exit early if we advanced
+        recently", i.e. already in jiffy ``j``; otherwise record ``j`` and go ahead."""
+        if rdp.last_advance_all == j:
+            return False
+        rdp.last_advance_all = j
+        return True
 
     def _idle_exit(self, cpu: CPU) -> None:
         rdp = self.rdp[cpu.index]
@@ -622,6 +640,20 @@ class Rcu:
             cpu.cancel_jiffy_timer(rdp.fnh_armed, rdp.fnh_fn)  # rcu_cleanup_after_idle: del_timer(idle_gp_timer)
             rdp.fnh_armed = -1
             rdp.fnh_fn = None
+        if self.fnh_throttle and not rdp.offloaded:
+            # the tick restarts: the next idle entry computes a new wakeup (tick_nohz_stop_sched_tick)
+            if rdp.fnh_armed >= 0 and rdp.fnh_fn is not None:
+                cpu.cancel_jiffy_timer(rdp.fnh_armed, rdp.fnh_fn)
+            rdp.fnh_armed = -1
+            rdp.fnh_fn = None
+            # rcu_cleanup_after_idle (idle exit, or rcu_irq_enter from idle): at most once a jiffy,
+            # with or without callbacks
+            if not self._try_advance_all(rdp, self.env.now // self.m.tick_ns) or not rdp.has_cbs():
+                return
+            self._note_gp_changes(rdp)
+            if rdp.done:
+                cpu.raise_softirq(RCU_SOFTIRQ)
+            return
         if self.v313 and not rdp.offloaded and rdp.has_cbs():
             # rcu_cleanup_after_idle: advance, and invoke what became ready
             self._note_gp_changes(rdp)

@@ -43,7 +43,7 @@ class TraceToggleConfig:
 
     pairs: int = knob(1000, doc="enable/disable pairs (the loop count)", min=1, max=10_000_000, source="seed 003")
     toggle_work: int = knob(
-        6_247_684,
+        6_516_324,
         doc="kernel work of one enable or disable inside the write section: build_map_info() and installing or "
         "removing the breakpoint in every mapping of libc",
         unit="ns",
