@@ -8,9 +8,11 @@ The scenario therefore runs RCU era ``v3.9`` on the v3.8 namespace paths (one sy
 per ``ip netns add``, two per ``ip netns exec``); the "later kernels" row runs era ``v3.13`` on
 the v3.15 paths.
 
-Fitted: one parameter, ``workload.mount_cost`` (kernel time per mount per mount-table pass),
-to the 4-CPU nocbno add+exec rate (40/s). Every other figure is a prediction: process costs
-come from the development machine's profile, RCU behaviour from the v3.13 mechanisms.
+Fitted: two parameters, each to one absolute figure of the 4-CPU nocbno machine at the 500
+mark: ``workload.setup_net`` to the ``ip netns add`` rate (250/s) and ``workload.mount_cost``
+(kernel time per mount per allocating or freeing pass) to the add + 1 exec rate (40/s). Every
+ratio is a prediction: process costs come from the development machine's profile, RCU
+behaviour from the v3.9 mechanisms (docs/kernel/rcu-3.9rc-era.md).
 ``python -m calibration.stories.netns_2014 --fit`` redoes the fit and rewrites
 ``calibration/fits/netns-2014.toml``.
 """
