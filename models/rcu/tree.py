@@ -80,7 +80,7 @@ class RcuData:
         "cpu", "offloaded", "done", "waiting", "nxt", "gp_seen", "completed_seen", "qs_pending",
         "passed_quiesce", "epoch", "epoch_snap", "fnh_armed", "qlen_last",
         "unlimited", "bypass", "bypass_lazy_only", "bypass_first", "nb_jiffy", "nb_count",
-        "nocb_list", "exp_deferred", "drain", "draining", "holdoff", "fnh_fn", "last_advance_all",
+        "nocb_list", "exp_deferred", "drain", "holdoff", "tick_keep", "fnh_fn", "last_advance_all",
     )  # fmt: skip
 
     def __init__(self, cpu: int, offloaded: bool) -> None:
@@ -106,8 +106,8 @@ class RcuData:
         self.nocb_list: deque[Callback] = deque()  # v3.13 nocb_head list
         self.exp_deferred = False
         self.drain = 0  # v3.9 FAST_NO_HZ dyntick_drain
-        self.draining = False
         self.holdoff = -1  # v3.9 FAST_NO_HZ dyntick_holdoff (a jiffy)
+        self.tick_keep = -1  # v3.9: jiffy of the tick the last rcu_needs_cpu() kept, or -1
         self.fnh_fn: Any = None
         self.last_advance_all = -1  # jiffy of the last rcu_try_advance_all_cbs() (fnh_advance_once_per_jiffy)
 
@@ -473,7 +473,14 @@ class Rcu:
             return True
         if rdp.nxt and not self.in_progress:
             return True
+        if self._needs_future_gp(rdp):
+            return True
         return bool(rdp.waiting and rdp.waiting[0][0] <= self.completed)
+
+    def _needs_future_gp(self, rdp: RcuData) -> bool:
+        """The last test of v3.9-v3.13 cpu_needs_another_gp() (kernel/rcutree.c): RCU is idle
+        but this CPU holds callbacks numbered for a grace period that has not completed."""
+        return self.v313 and not self.in_progress and bool(rdp.waiting) and rdp.waiting[-1][0] > self.completed
 
     def _softirq(self, cpu: CPU) -> tuple[int, Callable[[CPU], None] | None]:
         """rcu_process_callbacks / rcu_core: notice GP changes, report a QS, request a GP for
@@ -484,6 +491,8 @@ class Rcu:
         wake_cost = 0
         if not rdp.offloaded and rdp.nxt:
             wake_cost += self._accelerate(rdp, cpu)
+        elif not rdp.offloaded and self._needs_future_gp(rdp):
+            wake_cost += self._request_gp(cpu)  # __rcu_process_callbacks -> rcu_start_gp
         if self.v39 and self.nocb_gp_request and not self.in_progress:
             self.nocb_gp_request = False
             wake_cost += self._request_gp(cpu)
@@ -542,38 +551,35 @@ class Rcu:
 
     # ------------------------------------------------------------------ idle
     def _idle_enter_v39(self, cpu: CPU, rdp: RcuData) -> None:
-        """The first RCU_FAST_NO_HZ (v3.8-3.9 rcu_prepare_for_idle): a CPU going idle with
-        callbacks pushes the RCU state machine (note a QS, force a quiescent-state scan, run
-        the RCU softirq, which starts a GP if none runs and invokes what is ready) up to
-        rcu_idle_flushes times, the last rcu_idle_opt_flushes only while RCU still has work
-        for it; then it keeps its tick for the rest of the jiffy (holdoff) or sleeps with its
-        callbacks until a timer at the next multiple of rcu_idle_gp_delay jiffies."""
+        """The first RCU_FAST_NO_HZ (v3.8-3.9 rcu_prepare_for_idle, kernel/rcutree_plugin.h
+        v3.9): a CPU going idle with callbacks pushes the RCU state machine (note a QS, force
+        a quiescent-state scan, run the RCU softirq, which starts a GP if none runs and
+        invokes what is ready): the dyntick_drain counter allows RCU_IDLE_FLUSHES pushes, the
+        last RCU_IDLE_OPT_FLUSHES only while RCU still has work for the CPU; then the CPU
+        either sleeps with its callbacks until a timer at the next multiple of
+        RCU_IDLE_GP_DELAY jiffies ("Dyntick with callbacks") or keeps its tick for the rest of
+        the jiffy ("Begin holdoff"). A CPU without callbacks resets the machine."""
         period = self.m.tick_ns
         j = self.env.now // period
         if not rdp.has_cbs():
+            rdp.holdoff = j - 1
             rdp.drain = 0
             return
         if rdp.holdoff == j:
-            return  # the tick stays on for this jiffy (rcu_needs_cpu)
+            return  # "In holdoff": rcu_needs_cpu() kept the tick
         cfg = self.cfg
-        flushes, opt = cfg.rcu_idle_flushes, cfg.rcu_idle_opt_flushes
-        if rdp.drain <= 0 and not rdp.draining:
-            rdp.drain = flushes
-            rdp.draining = True
-        elif rdp.drain > opt:
-            rdp.drain -= 1
-        elif not self._pending(rdp) and not cpu.softirq_pending:
-            # nothing to push: enter dyntick-idle with callbacks, timer at round_up(j + 4, 4)
+        if rdp.drain <= 0:
+            rdp.drain = cfg.rcu_idle_flushes  # first time through
+        elif rdp.drain <= cfg.rcu_idle_opt_flushes and not self._pending(rdp) and not cpu.softirq_pending:
+            # "Dyntick with callbacks": timer at round_up(jiffies + 4, 4)
             rdp.drain = 0
-            rdp.draining = False
             rdp.holdoff = j
             self._arm_idle_gp_timer(cpu, rdp, j)
             return
         else:
             rdp.drain -= 1
             if rdp.drain <= 0:
-                rdp.draining = False
-                rdp.holdoff = j
+                rdp.holdoff = j  # "Begin holdoff"
                 cpu.raise_softirq(RCU_SOFTIRQ)
                 return
         # push: a QS for this CPU, force the scan, and run the RCU core
@@ -605,6 +611,12 @@ class Rcu:
         if rdp.offloaded or not self.v313 or not self.cfg.fast_no_hz:
             return
         if self.v39:
+            # x86 cpu_idle (v3.9): tick_nohz_idle_enter() asks rcu_needs_cpu() for the
+            # tick-stop horizon *before* rcu_idle_enter() runs rcu_prepare_for_idle(); it
+            # keeps the tick (up to the next one, where irq exit asks again) only in a
+            # holdoff jiffy
+            j = self.env.now // self.m.tick_ns
+            rdp.tick_keep = j + 1 if rdp.holdoff == j and rdp.has_cbs() else -1
             self._idle_enter_v39(cpu, rdp)
             return
         if not rdp.has_cbs():
@@ -661,10 +673,9 @@ class Rcu:
                 cpu.raise_softirq(RCU_SOFTIRQ)
 
     def _needs_cpu_v39(self, cpu: CPU) -> bool:
-        """v3.9 rcu_needs_cpu(): keep the tick during a FAST_NO_HZ holdoff jiffy."""
-        rdp = self.rdp[cpu.index]
-        # asked at the tick that ends the holdoff jiffy, too: that tick was kept
-        return not rdp.offloaded and rdp.has_cbs() and rdp.holdoff >= (self.env.now - 1) // self.m.tick_ns
+        """v3.9 rcu_needs_cpu(), as decided at the CPU's last idle entry (see _idle_enter):
+        does this tick of an idle CPU still run?"""
+        return self.rdp[cpu.index].tick_keep == self.env.now // self.m.tick_ns
 
     def _needs_cpu(self, cpu: CPU) -> bool:
         """rcu_needs_cpu() without RCU_FAST_NO_HZ (v6, or v3.13 built without it): an idle

@@ -14,14 +14,21 @@ number N of namespaces already created (each adds a bind mount under /var/run/ne
 * ``ip netns add``: ``mount(/var/run/netns, MS_SHARED|MS_REC)`` walks the N+1 mounts below it;
   ``unshare(CLONE_NEWNET)`` runs ``setup_net`` (collector item netns_create); the bind mount;
   at exit ``exit_task_namespaces`` frees the private nsproxy after ``synchronize_rcu()``
-  (kernel/nsproxy.c, until 3.15 removed the wait: 728dba3a39c6).
+  (kernel/nsproxy.c, until 3.15 removed the wait: 728dba3a39c6). The walk allocates nothing
+  (the mounts are shared already), so it costs ``mount_walk_cost`` per mount, not
+  ``mount_cost``.
 * ``ip netns exec``: ``setns`` then ``unshare(CLONE_NEWNS)``, which copies all M = M0 + N + 1
   mounts (fs/namespace.c ``copy_tree``) and drops the setns nsproxy after ``synchronize_rcu()``;
   ``mount("/", MS_SLAVE|MS_REC)`` walks the M mounts; ``umount2("/sys", MNT_DETACH)`` goes
   through ``namespace_unlock()``, which waits for a GP (3.13+) and frees each of the S sysfs
   mounts by ``call_rcu``; then the command runs and exits: nsproxy wait (until 3.15), the last
   reference to the mount namespace unmounts all M mounts (``namespace_unlock``: one more GP wait,
-  3.13+) and queues one ``delayed_free`` callback per mount.
+  3.13+) and queues one ``delayed_free`` callback per mount. Before 3.13 (paths ``v3.8``) no
+  unmount waits and every mount is freed inline by the unmounting task (v3.9 fs/namespace.c:
+  ``release_mounts`` -> ``mntput_no_expire`` -> ``mntfree``).
+* Exit order: 3.8/3.9 ``do_exit`` runs ``exit_task_work`` (the deferred file puts, whose
+  frees are ``call_rcu``) before ``exit_notify`` -> ``exit_task_namespaces``; 3.10+ drops the
+  namespaces first (kernel/exit.c).
 * ``ip link add``: under rtnl, two ``register_netdevice`` calls whose uevents walk one netlink
   socket per namespace (lib/kobject_uevent.c): cost grows with N; no RCU wait.
 * Every process queues the callbacks of its life: ``put_cred_rcu`` at exec, file frees at
@@ -78,17 +85,25 @@ class NetnsConfig:
     )
     mount_cost: int = knob(
         2 * US,
-        doc="kernel time per mount per mount-table pass (copy_tree, propagation walk, umount, delayed_free with its percpu map scan)",
+        doc="kernel time per mount per allocating or freeing pass (copy_tree's clone_mnt, umount_tree, the free with its percpu map scan)",
         unit="ns",
         min=0,
         source="fitted: calibration/fits/netns-2014.toml (anchor: 4-CPU nocbno add+exec rate)",
+    )
+    mount_walk_cost: int = knob(
+        100,
+        doc="kernel time per mount of a propagation-type walk (do_change_type: next_mnt, invent_group_ids, change_mnt_propagation)",
+        unit="ns",
+        min=0,
+        source="estimate: a list walk touching one or two cache lines per mount; 100 ns x 500 mounts is 1% of an ip netns add",
     )
     setup_net: int = knob(
         170 * US,
         doc="unshare(CLONE_NEWNET): setup_net and every pernet init",
         unit="ns",
         min=0,
-        source="dev-machine profile: netns_create minus fork_exit_baseline",
+        source="dev-machine profile: netns_create minus fork_exit_baseline; the netns-2014 story fits it for the 2014 box "
+        "at 500 namespaces (calibration/fits/netns-2014.toml, anchor: 4-CPU nocbno ip netns add rate)",
     )
     uevent_per_netns: int = knob(
         50,
@@ -147,6 +162,14 @@ class FakeRouters:
         paths = cfg.paths
         self.wait_nsproxy = paths in ("v3.8", "v3.13")
         self.wait_unlock = paths in ("v3.13", "v3.15")
+        # 3.13 made vfsmount freeing RCU-delayed (delayed_free by call_rcu after
+        # namespace_unlock's wait); 3.8/3.9 free a mount inline in mntput_no_expire ->
+        # mntfree -> free_vfsmnt, and release_mounts() waits for nothing (fs/namespace.c)
+        self.rcu_mount_free = paths in ("v3.13", "v3.15")
+        # 3.8/3.9 do_exit runs exit_task_work (the deferred fputs, whose file frees are
+        # call_rcu) before exit_notify -> exit_task_namespaces; 3.10+ drops the namespaces
+        # first (kernel/exit.c)
+        self.files_before_ns = paths == "v3.8"
         self.sync = SynchronizeRcu()
         self.cb_exec = CallRcu(count=cfg.callbacks_at_exec) if cfg.callbacks_at_exec else None
         self.cb_exit = CallRcu(count=cfg.callbacks_at_exit) if cfg.callbacks_at_exit else None
@@ -166,8 +189,9 @@ class FakeRouters:
         if self.cb_reap is not None:
             yield self.cb_reap
 
-    def _program(self, body: Any):  # type: ignore[no-untyped-def]
-        """A program: exec's callbacks, its work, its exit's callbacks."""
+    def _program(self, body: Any, at_exit: Any = None):  # type: ignore[no-untyped-def]
+        """A program: exec's callbacks, its work, then its exit: the file frees' callbacks and
+        ``at_exit`` (dropping its private namespaces), in the era's do_exit order."""
 
         def script(task: Task):  # type: ignore[no-untyped-def]
             if self.cb_exec is not None:
@@ -175,7 +199,11 @@ class FakeRouters:
             if self.tool is not None:
                 yield self.tool
             yield from body(task)
-            if self.cb_exit is not None:
+            if self.files_before_ns and self.cb_exit is not None:
+                yield self.cb_exit
+            if at_exit is not None:
+                yield from at_exit(task)
+            if not self.files_before_ns and self.cb_exit is not None:
                 yield self.cb_exit
 
         return script
@@ -187,13 +215,17 @@ class FakeRouters:
     # ------------------------------------------------------------------ the commands
     def _ip_netns_add(self, task: Task):  # type: ignore[no-untyped-def]
         cfg = self.cfg
-        # mount --make-rshared /var/run/netns: do_change_type over the N+1 mounts below it
-        yield Syscall(cfg.mount_cost * (self.created + 1))
+        # mount("", /var/run/netns, MS_SHARED|MS_REC): do_change_type walks the N+1 mounts
+        # below it; they are shared already, so invent_group_ids allocates nothing and
+        # change_mnt_propagation only sets a flag (fs/namespace.c, fs/pnode.c)
+        yield Syscall(cfg.mount_walk_cost * (self.created + 1))
         # unshare(CLONE_NEWNET): setup_net under net_mutex
         yield Syscall(cfg.setup_net)
         # bind mount of /proc/self/ns/net: attach and propagate one mount
         yield Syscall(cfg.mount_cost)
         self.created += 1
+
+    def _exit_add(self, task: Task):  # type: ignore[no-untyped-def]
         # exit_task_namespaces: the private nsproxy dies after synchronize_rcu()
         if self.wait_nsproxy:
             yield self.sync
@@ -205,13 +237,13 @@ class FakeRouters:
         yield Syscall(cfg.mount_cost * m_count)
         if self.wait_nsproxy:
             yield self.sync  # the setns nsproxy dies (switch_task_namespaces)
-        # mount("/", MS_SLAVE|MS_REC): do_change_type over every mount
-        yield Syscall(cfg.mount_cost * m_count)
-        # umount2("/sys", MNT_DETACH): umount_tree, namespace_unlock -> GP wait, S call_rcu
+        # mount("/", MS_SLAVE|MS_REC): do_change_type over every mount (do_make_slave: a
+        # peer-list walk, nothing allocated or freed)
+        yield Syscall(cfg.mount_walk_cost * m_count)
+        # umount2("/sys", MNT_DETACH): umount_tree, then the S mounts are freed:
+        # namespace_unlock -> GP wait -> S call_rcu (3.13+), or inline (release_mounts, 3.8)
         yield Syscall(cfg.mount_cost * cfg.sysfs_mounts)
-        if self.wait_unlock:
-            yield self.sync
-        yield CallRcu(cost=cfg.mount_cost, count=cfg.sysfs_mounts)
+        yield from self._free_mounts(cfg.sysfs_mounts)
         # mount sysfs, then execvp the command (a second exec) which does its small job
         yield Syscall(cfg.mount_cost)
         yield CpuWork(self.m.costs.exec, user=False)
@@ -219,13 +251,26 @@ class FakeRouters:
             yield self.cb_exec
         if self.tool is not None:
             yield self.tool
+
+    def _exit_exec(self, task: Task):  # type: ignore[no-untyped-def]
         # exit: the nsproxy dies, the last mount-namespace reference unmounts all M mounts
+        # (put_mnt_ns -> umount_tree), which are then freed
         if self.wait_nsproxy:
             yield self.sync
-        yield Syscall(cfg.mount_cost * m_count)
+        m_count = self.mounts
+        yield Syscall(self.cfg.mount_cost * m_count)
+        yield from self._free_mounts(m_count)
+
+    def _free_mounts(self, n: int):  # type: ignore[no-untyped-def]
+        """Free ``n`` unmounted mounts: after namespace_unlock()'s synchronize_rcu() by one
+        call_rcu(delayed_free) each (3.13+), or inline in the caller (3.8/3.9)."""
+        cost = self.cfg.mount_cost
         if self.wait_unlock:
             yield self.sync
-        yield CallRcu(cost=cfg.mount_cost, count=m_count)
+        if self.rcu_mount_free:
+            yield CallRcu(cost=cost, count=n)
+        else:
+            yield Syscall(cost * n)
 
     def _ip_link_add(self, task: Task):  # type: ignore[no-untyped-def]
         cfg = self.cfg
@@ -243,8 +288,8 @@ class FakeRouters:
 
     def _shell(self, task: Task):  # type: ignore[no-untyped-def]
         cfg = self.cfg
-        add = self._program(self._ip_netns_add)
-        exe = self._program(self._ip_netns_exec)
+        add = self._program(self._ip_netns_add, self._exit_add)
+        exe = self._program(self._ip_netns_exec, self._exit_exec)
         link = self._program(self._ip_link_add)
         uuid = self._program(self._nothing)
         cut_sub = self._subshell_cut
