@@ -11,8 +11,11 @@ Composites and their state:
   workload on the profile's CPUs, HZ and preemption model with the calibrated costs.
 * ``netns_script`` (the netns-2014 fake-router script): measured; the simulated side needs the
   netns workload of the RCU model (:func:`netns_rows` is the extension point).
-* ``pi_futex_handoff`` (PI-futex throughput at 2..2N threads): measured; the simulated side
-  needs the rt-mutex model (:func:`pi_futex_rows` is the extension point).
+* ``pi_futex_handoff`` (PI-futex throughput at 2..2N threads): simulated with the ``pi_futex``
+  workload (models/workloads/pi_futex.py) over the rt-mutex of models/locks.
+
+The simulated kernel is the profile's: CPUs, HZ, preemption model and fair-class scheduler
+(``kernel.sched`` = ``eevdf`` from Linux 6.6, see :attr:`calibration.profile.Profile.sched`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def _story(profile: Profile) -> str:
 
 
 def _base_scenario(profile: Profile, name: str) -> dict[str, Any]:
-    kernel: dict[str, Any] = {"preempt": profile.preempt}
+    kernel: dict[str, Any] = {"preempt": profile.preempt, "sched": profile.sched}
     if profile.hz is not None:
         kernel["hz"] = profile.hz
     return {
@@ -115,19 +118,62 @@ def netns_rows(profile: Profile, params: Params, catalog: sc.Catalog, seeds: int
     return []
 
 
-def pi_futex_rows(profile: Profile, params: Params, catalog: sc.Catalog, seeds: int) -> list[Row]:
-    """TODO(pi_futex_handoff): simulate N threads contending one rt-mutex (PI futex) once
-    models/locks provides it; compare with ``items.pi_futex_handoff.throughput_ops_per_s``
-    (``threads_N`` -> ops/s) at each measured N (role predicted, target 0.25)."""
-    return []
+def pi_futex_rows(
+    profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, progress: ProgressFn | None = None
+) -> list[Row]:
+    """N threads contending one PI futex (the ``pi_futex`` workload: FUTEX_LOCK_PI /
+    FUTEX_UNLOCK_PI over the rt-mutex with today's spinning rules), one row per measured N,
+    compared with ``items.pi_futex_handoff.throughput_ops_per_s``. The critical section is the
+    collector's own measurement of it; the futex and rt-mutex path costs are the lock models'
+    priors (nothing is fitted to this item)."""
+    item = profile.items.get("pi_futex_handoff")
+    if item is None or item.status != "ok":
+        return []
+    cs = int(round(float(item.params.get("critical_section_ns", 0))))
+    series = [s for s in item.series or () if s.samples_total > 0 and "threads" in s.params]
+    rows = []
+    for i, s in enumerate(series):
+        if progress is not None:
+            progress(f"pi_futex_handoff {s.label}", i / max(1, len(series)))
+        n = int(s.params["threads"])
+        measured = (s.model_extra or {}).get("throughput_ops_per_s")
+        if not measured:
+            continue  # a series without its rate (a failed run) has nothing to compare
+        data = _base_scenario(profile, f"pi-futex-{s.label}")
+        data["kernel"]["locks"] = {}
+        data["workload"] = {"kind": "pi_futex", "threads": n, "critical_section": cs}
+        runs = _simulate(data, params, catalog, seeds)
+        sims = [float(r["throughput_ops_per_s"]) for r in runs]
+        sim_handoff = float(np.nanmedian([r["handoff_median_ns"] for r in runs]))
+        sim_sleeps = float(np.mean([r.get("locks.pi_futex.sleeps", 0.0) / max(1.0, r["ops"]) for r in runs]))
+        rows.append(
+            Row(
+                story=_story(profile),
+                metric="PI-futex throughput",
+                config=f"{s.label}: {n} threads pinned round-robin, {profile.cpus} CPUs, critical section {cs} ns",
+                reference=float(measured),
+                simulated=float(np.mean(sims)),
+                unit="ops/s",
+                role="predicted",
+                target=TARGET,
+                source=f"{profile.source}: items.pi_futex_handoff.series[{s.label}].throughput_ops_per_s",
+                note=f"handoff latency median: measured {float(np.median(s.samples)) / 1000:.3g} us, simulated "
+                f"{sim_handoff / 1000:.3g} us; simulated sleeps per op {sim_sleeps:.2g}; {seeds} seeds "
+                f"({min(sims):.4g}..{max(sims):.4g} ops/s); futex/rt-mutex path costs are unmeasured priors",
+            )
+        )
+    return rows
 
 
 def pending(profile: Profile, catalog: sc.Catalog) -> list[str]:
     """Measured composites that have no simulated counterpart yet (for a footnote)."""
     out = []
     for name, why in (
-        ("netns_script", "needs the netns workload of the RCU model"),
-        ("pi_futex_handoff", "needs the rt-mutex lock model"),
+        (
+            "netns_script",
+            "the netns workload models the 2014 script (with uuidgen and cut, v3.x namespace paths and 2014-host "
+            "estimates); it needs a variant of the collector's five commands on 6.x paths",
+        ),
     ):
         it = profile.items.get(name)
         if it is not None and it.status == "ok":
@@ -141,5 +187,5 @@ def profile_rows(
     """Every held-back composite row of ``profile``."""
     rows = messaging_rows(profile, params, catalog, seeds, progress)
     rows += netns_rows(profile, params, catalog, seeds)
-    rows += pi_futex_rows(profile, params, catalog, seeds)
+    rows += pi_futex_rows(profile, params, catalog, seeds, progress)
     return rows

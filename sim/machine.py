@@ -721,7 +721,12 @@ class CPU:
             period = max(m.sched_latency, nr * m.sched_min_granularity)
             ran = t.run_ns - t.slice_exec
             head = self._peek()
-            if head is not None and (head.prio or ran > period // nr):
+            if m.eevdf:
+                # update_deadline: the slice is used up, pick again (pick_eevdf)
+                if head is not None and (head.prio or ran >= m.sched_slice):
+                    self.need_resched = True
+                    t.slice_exec = t.run_ns  # a new deadline, one slice on
+            elif head is not None and (head.prio or ran > period // nr):
                 self.need_resched = True
             elif head is not None and ran > m.sched_min_granularity and t.vruntime - head.vruntime > period // nr:
                 self.need_resched = True
@@ -775,6 +780,11 @@ class Machine:
         self.sched_min_granularity = kernel.sched_min_granularity * factor
         self.sched_wakeup_granularity = kernel.sched_wakeup_granularity * factor
         self.sleeper_credit = self.sched_latency // 2 if kernel.gentle_fair_sleepers else self.sched_latency
+        # kernel.sched = "eevdf" (6.6+): a running task is protected for one base slice (RUN_TO_PARITY)
+        self.eevdf = kernel.sched == "eevdf"
+        self.sched_slice = kernel.sched_base_slice * factor
+        if self.eevdf:
+            self.sleeper_credit = 0  # place_entity keeps the lag; no sleeper credit
         self.jit_sched = streams.jitter("sched", costs.jitter_cv)
         # wakeup-to-run latency of every task switch-in (the "scheduling latency")
         self.wake_latency = LogHistogram()
@@ -938,6 +948,10 @@ class Machine:
             preempt = False
         else:
             preempt = target.curr_vruntime() - t.vruntime > self.sched_wakeup_granularity
+            if self.eevdf:
+                # check_preempt_wakeup_fair: preempt only if pick_eevdf would pick the wakee, and with
+                # RUN_TO_PARITY it keeps curr until curr has run its slice since it was picked
+                preempt = curr.run_ns - curr.slice_exec >= self.sched_slice and target.curr_vruntime() > t.vruntime
         if preempt:
             target.need_resched = True
             if target is not waker and not target.resched_pending:
