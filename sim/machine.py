@@ -722,7 +722,7 @@ class CPU:
             ran = t.run_ns - t.slice_exec
             head = self._peek()
             if m.eevdf:
-                # update_deadline: the slice is used up, pick again (pick_eevdf)
+                # update_curr / update_deadline: the slice is used up, pick again (pick_eevdf)
                 if head is not None and (head.prio or ran >= m.sched_slice):
                     self.need_resched = True
                     t.slice_exec = t.run_ns  # a new deadline, one slice on
@@ -780,7 +780,7 @@ class Machine:
         self.sched_min_granularity = kernel.sched_min_granularity * factor
         self.sched_wakeup_granularity = kernel.sched_wakeup_granularity * factor
         self.sleeper_credit = self.sched_latency // 2 if kernel.gentle_fair_sleepers else self.sched_latency
-        # kernel.sched = "eevdf" (6.6+): a running task is protected for one base slice (RUN_TO_PARITY)
+        # kernel.sched = "eevdf" (6.6+): wakeup preemption and slices of EEVDF (_eevdf_wakeup_preempt)
         self.eevdf = kernel.sched == "eevdf"
         self.sched_slice = kernel.sched_base_slice * factor
         if self.eevdf:
@@ -949,9 +949,7 @@ class Machine:
         else:
             preempt = target.curr_vruntime() - t.vruntime > self.sched_wakeup_granularity
             if self.eevdf:
-                # check_preempt_wakeup_fair: preempt only if pick_eevdf would pick the wakee, and with
-                # RUN_TO_PARITY it keeps curr until curr has run its slice since it was picked
-                preempt = curr.run_ns - curr.slice_exec >= self.sched_slice and target.curr_vruntime() > t.vruntime
+                preempt = self._eevdf_wakeup_preempt(target, curr, t)
         if preempt:
             target.need_resched = True
             if target is not waker and not target.resched_pending:
@@ -959,6 +957,32 @@ class Machine:
                 self.send_ipi(waker, target, self._resched_done, name="resched ipi")
                 return True
         return False
+
+    def _eevdf_wakeup_preempt(self, target: CPU, curr: Task, t: Task) -> bool:
+        """kernel.sched = "eevdf": check_preempt_wakeup_fair (kernel/sched/fair.c, 6.6+).
+        update_curr reschedules a task that has used its slice; otherwise __pick_eevdf keeps
+        curr while it is eligible (vruntime <= the average of the queue) under RUN_TO_PARITY,
+        and else picks the eligible task with the earliest deadline: the wakee preempts if that
+        is the wakee. Approximations (equal weights): the protected slice is one base slice of
+        run time since curr was picked; deadlines are not tracked, the earliest is taken to be
+        the smallest vruntime; placement keeps the min_vruntime floor without sleeper credit
+        instead of PLACE_LAG (see docs/readme/calibration.md: the fuller emulation
+        over-schedules)."""
+        if curr.run_ns - curr.slice_exec >= self.sched_slice:
+            return True
+        cv = target.curr_vruntime()
+        total, n = cv, 1
+        lowest = None
+        for _, v, seq, q in target.rq:
+            if seq == q._rq_seq and not q.prio and q.state == RUNNABLE and not q.on_cpu:
+                total += v
+                n += 1
+                if q is not t and (lowest is None or v < lowest):
+                    lowest = v
+        avg = total // n
+        if cv <= avg:
+            return False  # eligible: protected until its slice is used
+        return t.vruntime <= avg and (lowest is None or t.vruntime <= lowest)
 
     @staticmethod
     def _kick_done(cpu: CPU) -> int:

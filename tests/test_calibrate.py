@@ -173,7 +173,14 @@ def test_validate_profile_rows_follow_the_contract(capsys):
     rows = doc["rows"]
     msg = [r for r in rows if r["metric"] == "messaging time"]
     pi = [r for r in rows if r["metric"] == "PI-futex throughput"]
-    assert len(msg) + len(pi) == len(rows)
+    ns = [r for r in rows if r["metric"] == "netns fake routers"]
+    assert len(msg) + len(pi) + len(ns) == len(rows)
+    prof = load_profile(DEFAULT_PROFILE)
+    assert len(ns) == (prof.items["netns_script"].status == "ok")
+    for r in ns:
+        assert r["unit"] == "routers/s" and "items.netns_script.routers_per_s" in r["source"]
+        assert r["reference"] == pytest.approx(prof.items["netns_script"].routers_per_s.overall)
+    assert doc["pending"] == []
     assert {r["config"].split(":")[0] for r in msg} == {"groups_1", "groups_2", "groups_4"}
     item = load_profile(DEFAULT_PROFILE).items["pi_futex_handoff"]
     assert {r["config"].split(":")[0] for r in pi} == {s.label for s in item.series or ()}
@@ -186,8 +193,4 @@ def test_validate_profile_rows_follow_the_contract(capsys):
     for r in pi:
         assert r["unit"] == "ops/s" and "items.pi_futex_handoff.series[" in r["source"]
         label = r["config"].split(":")[0]
-        series = next(s for s in item.series or () if s.label == label)
-        assert r["reference"] == pytest.approx((series.model_extra or {})["throughput_ops_per_s"])
-    assert any("netns_script" in p for p in doc["pending"]) == (
-        load_profile(DEFAULT_PROFILE).items["netns_script"].status == "ok"
-    )
+        assert r["reference"] == pytest.approx((item.throughput_ops_per_s or {})[label])

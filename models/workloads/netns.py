@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from models.rcu.ops import CallRcu, SynchronizeRcu
+from models.rcu.ops import CallRcu, SynchronizeRcu, SynchronizeRcuExpedited
 from sim.config import knob
 from sim.machine import CPU, Machine
 from sim.ops import Call, CpuWork, Spawn, Syscall
@@ -57,10 +57,18 @@ class NetnsConfig:
         doc="which lines of the script run per router: 'add' (ip netns add only), 'add+exec' (plus one ip netns exec), 'full'",
         source="seed 000",
     )
-    paths: Literal["v3.8", "v3.13", "v3.15"] = knob(
+    paths: Literal["v3.8", "v3.13", "v3.15", "v6"] = knob(
         "v3.13",
-        doc="kernel era of the namespace paths (which exits wait for a grace period)",
-        source="docs/kernel/rcu-nocb-netns.md §5.2",
+        doc="kernel era of the namespace paths (which exits wait for a grace period); 'v6': no nsproxy wait, and "
+        "namespace_unlock() waits with synchronize_rcu_expedited()",
+        source="docs/kernel/rcu-nocb-netns.md §5.2; fs/namespace.c namespace_unlock (6.x: synchronize_rcu_expedited; "
+        "whether 6.18 defers the MNT_DETACH case to queue_rcu_work is unverified)",
+    )
+    helpers: bool = knob(
+        True,
+        doc="run the seed's helpers per router in the 'full' steps: uuidgen and the `cut` subshell (the collector's "
+        "netns_script item leaves them out)",
+        source="seed 000 script; calibration/collector/item_netns_script.c",
     )
     base_mounts: int = knob(
         30,
@@ -146,8 +154,9 @@ class FakeRouters:
         self.syncs_by_step: dict[str, int] = {}
         paths = cfg.paths
         self.wait_nsproxy = paths in ("v3.8", "v3.13")
-        self.wait_unlock = paths in ("v3.13", "v3.15")
+        self.wait_unlock = paths in ("v3.13", "v3.15", "v6")
         self.sync = SynchronizeRcu()
+        self.unlock_sync = SynchronizeRcuExpedited() if paths == "v6" else self.sync
         self.cb_exec = CallRcu(count=cfg.callbacks_at_exec) if cfg.callbacks_at_exec else None
         self.cb_exit = CallRcu(count=cfg.callbacks_at_exit) if cfg.callbacks_at_exit else None
         self.cb_reap = CallRcu(count=cfg.callbacks_at_reap) if cfg.callbacks_at_reap else None
@@ -210,7 +219,7 @@ class FakeRouters:
         # umount2("/sys", MNT_DETACH): umount_tree, namespace_unlock -> GP wait, S call_rcu
         yield Syscall(cfg.mount_cost * cfg.sysfs_mounts)
         if self.wait_unlock:
-            yield self.sync
+            yield self.unlock_sync
         yield CallRcu(cost=cfg.mount_cost, count=cfg.sysfs_mounts)
         # mount sysfs, then execvp the command (a second exec) which does its small job
         yield Syscall(cfg.mount_cost)
@@ -224,7 +233,7 @@ class FakeRouters:
             yield self.sync
         yield Syscall(cfg.mount_cost * m_count)
         if self.wait_unlock:
-            yield self.sync
+            yield self.unlock_sync
         yield CallRcu(cost=cfg.mount_cost, count=m_count)
 
     def _ip_link_add(self, task: Task):  # type: ignore[no-untyped-def]
@@ -252,14 +261,15 @@ class FakeRouters:
         self.start_ns = self.m.now
         yield mark
         for i in range(1, cfg.routers + 1):
-            if cfg.steps == "full":
+            if cfg.steps == "full" and cfg.helpers:
                 yield from self._run(uuid, "uuidgen")
             yield from self._run(add, "ip")
             if cfg.steps in ("add+exec", "full"):
                 yield from self._run(exe, "ip")
             if cfg.steps == "full":
                 yield from self._run(exe, "ip")
-                yield from self._run(cut_sub, "bash")
+                if cfg.helpers:
+                    yield from self._run(cut_sub, "bash")
                 yield from self._run(link, "ip")
                 yield from self._run(link, "ip")
             if i % cfg.report_every == 0:
