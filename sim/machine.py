@@ -959,30 +959,16 @@ class Machine:
         return False
 
     def _eevdf_wakeup_preempt(self, target: CPU, curr: Task, t: Task) -> bool:
-        """kernel.sched = "eevdf": check_preempt_wakeup_fair (kernel/sched/fair.c, 6.6+).
-        update_curr reschedules a task that has used its slice; otherwise __pick_eevdf keeps
-        curr while it is eligible (vruntime <= the average of the queue) under RUN_TO_PARITY,
-        and else picks the eligible task with the earliest deadline: the wakee preempts if that
-        is the wakee. Approximations (equal weights): the protected slice is one base slice of
-        run time since curr was picked; deadlines are not tracked, the earliest is taken to be
-        the smallest vruntime; placement keeps the min_vruntime floor without sleeper credit
-        instead of PLACE_LAG (see docs/readme/calibration.md: the fuller emulation
-        over-schedules)."""
-        if curr.run_ns - curr.slice_exec >= self.sched_slice:
-            return True
-        cv = target.curr_vruntime()
-        total, n = cv, 1
-        lowest = None
-        for _, v, seq, q in target.rq:
-            if seq == q._rq_seq and not q.prio and q.state == RUNNABLE and not q.on_cpu:
-                total += v
-                n += 1
-                if q is not t and (lowest is None or v < lowest):
-                    lowest = v
-        avg = total // n
-        if cv <= avg:
-            return False  # eligible: protected until its slice is used
-        return t.vruntime <= avg and (lowest is None or t.vruntime <= lowest)
+        """kernel.sched = "eevdf": check_preempt_wakeup_fair (kernel/sched/fair.c, 6.6+), with
+        equal weights. update_curr reschedules a task that has used its protected slice
+        (RUN_TO_PARITY; here one base slice of run time since it was picked); otherwise the
+        wakee preempts only if __pick_eevdf would pick it: the eligible task with the earliest
+        deadline. A wakee placed at the queue's min_vruntime floor (no lag kept, no credit)
+        never has an earlier deadline than the task at the head of the queue, so in this
+        emulation a wakeup preempts only a task whose slice is used up. (A fuller emulation
+        with deadlines, PLACE_LAG and DELAY_DEQUEUE over-schedules messaging tenfold; see
+        docs/readme/calibration.md.)"""
+        return curr.run_ns - curr.slice_exec >= self.sched_slice
 
     @staticmethod
     def _kick_done(cpu: CPU) -> int:

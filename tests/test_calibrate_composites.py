@@ -122,3 +122,24 @@ def test_pi_futex_two_threads_spin_and_three_threads_convoy():
     assert out[3]["locks.pi_futex.sleeps"] >= 0.9 * out[3]["ops"]
     assert out[3]["throughput_ops_per_s"] < out[2]["throughput_ops_per_s"] / 5
     assert prof.sched == "eevdf"
+
+
+def test_netns_script_variant_runs_the_collector_commands_on_v6_paths():
+    import models
+    from sim import scenario as sc
+
+    cat = models.catalog()
+    out = {}
+    for helpers in (True, False):
+        data = {
+            "scenario": {"name": "ns", "seed": 1},
+            "machine": {"cpus": 2},
+            "kernel": {"hz": 250, "rcu": {"era": "v6"}},
+            "workload": {"kind": "netns", "routers": 5, "report_every": 5, "helpers": helpers, "paths": "v6"},
+        }
+        out[helpers] = sc.run(sc.validate(data, cat), cat, seed=1).metrics
+    # no uuidgen and cut: two processes fewer per router, so faster
+    assert out[False]["routers_per_s"] > out[True]["routers_per_s"]
+    # v6: namespace_unlock waits for expedited grace periods only (2 per ip netns exec)
+    assert out[False]["rcu.synchronize_calls"] == 5 * 2 * 2
+    assert out[False]["rcu.expedited_gps"] >= 1
