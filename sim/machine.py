@@ -784,7 +784,7 @@ class Machine:
         self.eevdf = kernel.sched == "eevdf"
         self.sched_slice = kernel.sched_base_slice * factor
         if self.eevdf:
-            self.sleeper_credit = 0  # place_entity keeps the lag; no sleeper credit
+            self.sleeper_credit = 0  # place_entity gives no sleeper credit (its lag is not modelled)
         self.jit_sched = streams.jitter("sched", costs.jitter_cv)
         # wakeup-to-run latency of every task switch-in (the "scheduling latency")
         self.wake_latency = LogHistogram()

@@ -30,7 +30,7 @@ class KernelConfig:
     """Scheduler-level kernel configuration (CONFIG_* and sysctls).
 
     The fair-class model is CFS as in kernels 2.6.23..6.5 (kernel/sched/fair.c), the era of the
-    seed stories; its sysctls are the unscaled defaults, multiplied at boot by
+    seed stories (``sched = "eevdf"`` swaps in EEVDF's wakeup preemption and slices); its sysctls are the unscaled defaults, multiplied at boot by
     ``1 + ilog2(min(cpus, 8))`` as ``get_update_sysctl_factor()`` does (SCHED_TUNABLESCALING_LOG).
     """
 
@@ -79,8 +79,8 @@ class KernelConfig:
         doc="eevdf: sysctl_sched_base_slice before CPU scaling (the request size of every task)",
         unit="ns",
         min=1,
-        source="kernel/sched/fair.c sysctl_sched_base_slice (0.75 ms in 6.6-6.15, 0.70 ms since; the release of the "
-        "change is unverified, and 50 us either way is below the tick)",
+        source="kernel/sched/fair.c sysctl_sched_base_slice (0.75 ms in 6.6, 0.70 ms in later kernels; the release of "
+        "the change is unverified, and 50 us either way is far below the tick)",
     )
     sched_migration_cost: int = knob(
         500 * US,
