@@ -290,6 +290,17 @@ class Profile(_Open):
             return "full"
         return "voluntary"
 
+    @property
+    def sched(self) -> Literal["cfs", "eevdf"]:
+        """The fair-class scheduler as rcusim's ``kernel.sched``: EEVDF from Linux 6.6 on
+        (it replaced CFS's wakeup preemption and slices there), else CFS."""
+        import re
+
+        m = re.match(r"(\d+)\.(\d+)", self.machine.kernel_release or "")
+        if m and (int(m.group(1)), int(m.group(2))) >= (6, 6):
+            return "eevdf"
+        return "cfs"
+
     # -- items
     def item(self, name: str, *, need_ok: bool = True) -> Item:
         """The item ``name``; ConfigError naming it if absent or (with ``need_ok``) not ok."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from sim.scenario import Catalog, WorkloadSpec
 
 from . import locks, rcu, sync, timers
-from .workloads import messaging
+from .workloads import messaging, pi_futex
 
 AREAS = (rcu, locks, timers, sync)
 
@@ -20,6 +20,7 @@ def catalog() -> Catalog:
     mechanisms: dict = {}
     workloads: dict = {
         "messaging": WorkloadSpec("messaging", messaging.MessagingConfig, messaging.build, messaging.__doc__ or ""),
+        "pi_futex": WorkloadSpec("pi_futex", pi_futex.PiFutexConfig, pi_futex.build, pi_futex.__doc__ or ""),
     }
     for area in AREAS:
         for name, mech in area.MECHANISMS.items():

@@ -3,7 +3,8 @@
 A :class:`WaitQueue` is the kernel's ``wait_queue_head_t``: tasks park on it and a waker wakes
 one or all of them, paying ``costs.wakeup`` for each. A :class:`Channel` is a bounded FIFO of
 messages with a reader and a writer wait queue, as a pipe is (fs/pipe.c: a writer blocks while
-the ring is full, a reader while it is empty, and each side wakes the other).
+the ring is full, a reader while it is empty, and each side wakes the other); with
+``message_bytes`` its capacity and wakeups follow fs/pipe.c page by page (:class:`Channel`).
 """
 
 from __future__ import annotations
@@ -51,17 +52,34 @@ class WaitQueue:
         return cost
 
 
+PAGE_SIZE = 4096
+PIPE_DEF_BUFFERS = 16  # include/linux/pipe_fs_i.h
+
+
 class Channel:
     """A pipe-like channel holding at most ``capacity`` messages.
+
+    With ``message_bytes`` it is a pipe as fs/pipe.c (5.5+) keeps one: a ring of ``capacity``
+    page buffers (PIPE_DEF_BUFFERS = 16). ``pipe_write`` merges a small write into the last
+    page only while the pipe is not empty and the page has room, else it takes a new page, and
+    blocks while all ``capacity`` pages are in use; it wakes a reader only when the pipe was
+    empty, and a writer that had waited wakes the next writer if room is left.
+    ``pipe_read`` frees a page when its last byte is read and wakes one writer when that
+    frees a slot of a full ring. Both wait queues are exclusive (one waiter woken at a time).
 
     Every message records when it was sent, so :attr:`latency` collects send-to-receive times.
     """
 
-    __slots__ = ("m", "name", "capacity", "buf", "readers", "writers", "latency", "sent", "received")
+    __slots__ = (
+        "m", "name", "capacity", "buf", "readers", "writers", "latency", "sent", "received",
+        "message_bytes", "pages", "last_end",
+    )  # fmt: skip
 
-    def __init__(self, machine: Machine, name: str = "", capacity: int = 16) -> None:
+    def __init__(self, machine: Machine, name: str = "", capacity: int = 16, message_bytes: int | None = None) -> None:
         if capacity < 1:
             raise ValueError(f"channel {name!r}: capacity must be >= 1, got {capacity}")
+        if message_bytes is not None and not 1 <= message_bytes <= PAGE_SIZE:
+            raise ValueError(f"channel {name!r}: message_bytes must be 1..{PAGE_SIZE}, got {message_bytes}")
         self.m = machine
         self.name = name
         self.capacity = capacity
@@ -71,6 +89,9 @@ class Channel:
         self.latency: LogHistogram | None = None
         self.sent = 0
         self.received = 0
+        self.message_bytes = message_bytes
+        self.pages: deque[int] = deque()  # paged mode: unread messages of each page in use, oldest first
+        self.last_end = 0  # paged mode: offset + len of the last page
 
 
 def install_channel_ops(m: Machine) -> None:
@@ -81,9 +102,36 @@ def install_channel_ops(m: Machine) -> None:
     send_cost = costs.pipe_send + costs.syscall
     recv_cost = costs.syscall + costs.pipe_recv
 
+    def send_paged(cpu: CPU, t: Task, ch: Channel, op: Send) -> int:
+        # pipe_write (fs/pipe.c): merge into the last page if the pipe is not empty and it has room
+        size: int = ch.message_bytes  # type: ignore[assignment]
+        pages = ch.pages
+        was_empty = not ch.buf
+        if not was_empty and ch.last_end + size <= PAGE_SIZE:
+            pages[-1] += 1
+            ch.last_end += size
+        elif len(pages) < ch.capacity:
+            pages.append(1)
+            ch.last_end = size
+        else:
+            # pipe_full: wait (exclusively) for a page to be freed, then copy again
+            t.data["_pipe_waited"] = True
+            t.post = send_commit
+            return ch.writers.block(t)
+        ch.buf.append((env._now, op.payload))
+        ch.sent += 1
+        cost = 0
+        if was_empty and ch.readers.waiters:
+            cost += ch.readers.wake_one(cpu)
+        if t.data.pop("_pipe_waited", False) and len(pages) < ch.capacity and ch.writers.waiters:
+            cost += ch.writers.wake_one(cpu)  # wake_next_writer
+        return cost
+
     def send_commit(cpu: CPU, t: Task) -> int:
         op: Send = t.data["_op"]
         ch = op.channel
+        if ch.message_bytes is not None:
+            return send_paged(cpu, t, ch, op)
         if len(ch.buf) >= ch.capacity:
             # pipe_write: wait for room, then copy again
             t.post = send_commit
@@ -106,6 +154,18 @@ def install_channel_ops(m: Machine) -> None:
         if ch.latency is not None:
             ch.latency.add(env._now - sent_at)
         t.retval = payload
+        if ch.message_bytes is not None:
+            # pipe_read: a page whose last byte is read is freed; freeing a slot of a full ring wakes a writer
+            pages = ch.pages
+            pages[0] -= 1
+            if not pages[0]:
+                was_full = len(pages) >= ch.capacity
+                pages.popleft()
+                if not pages:
+                    ch.last_end = 0
+                if was_full and ch.writers.waiters:
+                    cost += ch.writers.wake_one(cpu)
+            return cost
         if ch.writers.waiters:
             cost += ch.writers.wake_one(cpu)
         return cost

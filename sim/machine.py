@@ -721,7 +721,12 @@ class CPU:
             period = max(m.sched_latency, nr * m.sched_min_granularity)
             ran = t.run_ns - t.slice_exec
             head = self._peek()
-            if head is not None and (head.prio or ran > period // nr):
+            if m.eevdf:
+                # update_curr / update_deadline: the slice is used up, pick again (pick_eevdf)
+                if head is not None and (head.prio or ran >= m.sched_slice):
+                    self.need_resched = True
+                    t.slice_exec = t.run_ns  # a new deadline, one slice on
+            elif head is not None and (head.prio or ran > period // nr):
                 self.need_resched = True
             elif head is not None and ran > m.sched_min_granularity and t.vruntime - head.vruntime > period // nr:
                 self.need_resched = True
@@ -775,6 +780,11 @@ class Machine:
         self.sched_min_granularity = kernel.sched_min_granularity * factor
         self.sched_wakeup_granularity = kernel.sched_wakeup_granularity * factor
         self.sleeper_credit = self.sched_latency // 2 if kernel.gentle_fair_sleepers else self.sched_latency
+        # kernel.sched = "eevdf" (6.6+): wakeup preemption and slices of EEVDF (_eevdf_wakeup_preempt)
+        self.eevdf = kernel.sched == "eevdf"
+        self.sched_slice = kernel.sched_base_slice * factor
+        if self.eevdf:
+            self.sleeper_credit = 0  # place_entity gives no sleeper credit (its lag is not modelled)
         self.jit_sched = streams.jitter("sched", costs.jitter_cv)
         # wakeup-to-run latency of every task switch-in (the "scheduling latency")
         self.wake_latency = LogHistogram()
@@ -938,6 +948,8 @@ class Machine:
             preempt = False
         else:
             preempt = target.curr_vruntime() - t.vruntime > self.sched_wakeup_granularity
+            if self.eevdf:
+                preempt = self._eevdf_wakeup_preempt(target, curr, t)
         if preempt:
             target.need_resched = True
             if target is not waker and not target.resched_pending:
@@ -945,6 +957,18 @@ class Machine:
                 self.send_ipi(waker, target, self._resched_done, name="resched ipi")
                 return True
         return False
+
+    def _eevdf_wakeup_preempt(self, target: CPU, curr: Task, t: Task) -> bool:
+        """kernel.sched = "eevdf": check_preempt_wakeup_fair (kernel/sched/fair.c, 6.6+), with
+        equal weights. update_curr reschedules a task that has used its protected slice
+        (RUN_TO_PARITY; here one base slice of run time since it was picked); otherwise the
+        wakee preempts only if __pick_eevdf would pick it: the eligible task with the earliest
+        deadline. A wakee placed at the queue's min_vruntime floor (no lag kept, no credit)
+        never has an earlier deadline than the task at the head of the queue, so in this
+        emulation a wakeup preempts only a task whose slice is used up. (A fuller emulation
+        with deadlines, PLACE_LAG and DELAY_DEQUEUE over-schedules messaging tenfold; see
+        docs/readme/calibration.md.)"""
+        return curr.run_ns - curr.slice_exec >= self.sched_slice
 
     @staticmethod
     def _kick_done(cpu: CPU) -> int:

@@ -30,7 +30,7 @@ class KernelConfig:
     """Scheduler-level kernel configuration (CONFIG_* and sysctls).
 
     The fair-class model is CFS as in kernels 2.6.23..6.5 (kernel/sched/fair.c), the era of the
-    seed stories; its sysctls are the unscaled defaults, multiplied at boot by
+    seed stories (``sched = "eevdf"`` swaps in EEVDF's wakeup preemption and slices); its sysctls are the unscaled defaults, multiplied at boot by
     ``1 + ilog2(min(cpus, 8))`` as ``get_update_sysctl_factor()`` does (SCHED_TUNABLESCALING_LOG).
     """
 
@@ -64,6 +64,23 @@ class KernelConfig:
     )
     sched_wakeup_granularity: int = knob(
         1 * MS, doc="sysctl_sched_wakeup_granularity before CPU scaling", unit="ns", min=0, source="kernel/sched/fair.c"
+    )
+    sched: Literal["cfs", "eevdf"] = knob(
+        "cfs",
+        doc="fair-class wakeup preemption and slices: 'cfs' (2.6.23-6.5: a wakee preempts when its vruntime is "
+        "wakeup_granularity behind, sleepers get sched_latency / 2 of credit, the tick ends a slice of the period) or "
+        "'eevdf' (6.6+: RUN_TO_PARITY, the current task keeps the CPU until it has run one base slice since it was "
+        "picked, wakeups and the tick only then preempt; sleepers are placed without credit)",
+        source="kernel/sched/fair.c (check_preempt_wakeup_fair, pick_eevdf, update_deadline, place_entity); "
+        "kernel/sched/features.h RUN_TO_PARITY",
+    )
+    sched_base_slice: int = knob(
+        700 * US,
+        doc="eevdf: sysctl_sched_base_slice before CPU scaling (the request size of every task)",
+        unit="ns",
+        min=1,
+        source="kernel/sched/fair.c sysctl_sched_base_slice (0.75 ms in 6.6, 0.70 ms in later kernels; the release of "
+        "the change is unverified, and 50 us either way is far below the tick)",
     )
     sched_migration_cost: int = knob(
         500 * US,

@@ -171,12 +171,26 @@ def test_validate_profile_rows_follow_the_contract(capsys):
     assert rc == 0, err
     doc = json.loads(out)
     rows = doc["rows"]
-    assert {r["config"].split(":")[0] for r in rows} == {"groups_1", "groups_2", "groups_4"}
+    msg = [r for r in rows if r["metric"] == "messaging time"]
+    pi = [r for r in rows if r["metric"] == "PI-futex throughput"]
+    ns = [r for r in rows if r["metric"] == "netns fake routers"]
+    assert len(msg) + len(pi) + len(ns) == len(rows)
+    prof = load_profile(DEFAULT_PROFILE)
+    assert len(ns) == (prof.items["netns_script"].status == "ok")
+    for r in ns:
+        assert r["unit"] == "routers/s" and "items.netns_script.routers_per_s" in r["source"]
+        assert r["reference"] == pytest.approx(prof.items["netns_script"].routers_per_s.overall)
+    assert doc["pending"] == []
+    assert {r["config"].split(":")[0] for r in msg} == {"groups_1", "groups_2", "groups_4"}
+    item = load_profile(DEFAULT_PROFILE).items["pi_futex_handoff"]
+    assert {r["config"].split(":")[0] for r in pi} == {s.label for s in item.series or ()}
     for r in rows:
         assert r["story"] == "profile:default" and r["role"] == "predicted" and r["target"] == 0.25
-        assert r["unit"] == "s" and r["reference"] > 0 and r["simulated"] > 0
-        assert "items.messaging.series[" in r["source"]
+        assert r["reference"] > 0 and r["simulated"] > 0
         assert r["rel_error"] == pytest.approx((r["simulated"] - r["reference"]) / r["reference"])
-    assert any("netns_script" in p for p in doc["pending"]) == (
-        load_profile(DEFAULT_PROFILE).items["netns_script"].status == "ok"
-    )
+    for r in msg:
+        assert r["unit"] == "s" and "items.messaging.series[" in r["source"]
+    for r in pi:
+        assert r["unit"] == "ops/s" and "items.pi_futex_handoff.series[" in r["source"]
+        label = r["config"].split(":")[0]
+        assert r["reference"] == pytest.approx((item.throughput_ops_per_s or {})[label])

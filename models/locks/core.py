@@ -268,18 +268,29 @@ class RtMutex(KernelLock):
     still the owner and is running on a CPU, and sleeps when the owner is not running
     (adaptive_wait). Priority inheritance: the owner (pending or not) runs at least at its top
     waiter's priority; blocked owners pass the boost along the chain (rt_mutex_adjust_prio_chain,
-    at most max_lock_depth steps)."""
+    at most max_lock_depth steps).
 
-    __slots__ = ("pending", "waiters", "spinners", "lateral", "adaptive")
+    ``top_spin`` selects today's spinning rules instead (kernel/locking/rtmutex.c,
+    rt_mutex_slowlock_block and rtmutex_spin_on_owner, 5.15+): only the top waiter spins, only
+    on an owner that has taken the lock (a woken top waiter that has not yet run leaves the
+    lock ownerless, so nobody spins on it), and a spinner whose CPU must reschedule stops and
+    sleeps until the lock is handed to it. Mainline has no pending owner, but a released lock
+    with waiters can only be taken by its top waiter or a strictly higher priority
+    (rt_mutex_steal), which is the strict rule here."""
+
+    __slots__ = ("pending", "waiters", "spinners", "lateral", "adaptive", "top_spin")
     kind = "rt_mutex"
 
-    def __init__(self, model: LockModel, name: str, stats: LockClassStats, lateral: bool, adaptive: bool) -> None:
+    def __init__(
+        self, model: LockModel, name: str, stats: LockClassStats, lateral: bool, adaptive: bool, top_spin: bool = False
+    ) -> None:
         super().__init__(model, name, stats)
         self.pending = False
         self.waiters: list[tuple[int, int, Task]] = []  # (-prio, seq, task): plist order
         self.spinners: list[Task] = []
         self.lateral = lateral
         self.adaptive = adaptive
+        self.top_spin = top_spin
 
     # -- the waiter list
     def top_waiter(self) -> Task | None:
@@ -395,11 +406,14 @@ class RtMutex(KernelLock):
         if o is t or o is None or not self.queued(t):
             # granted (or robbed, or released) meanwhile: go round the loop again, no sleep
             return self._slow(cpu, t, self.model.cfg.rt_slowpath)
-        if self.adaptive and o.on_cpu:
+        if self.adaptive and o.on_cpu and (not self.top_spin or self._may_spin(cpu, t)):
             t.data["spin_owner"] = o
             self._start_spin(t, self.spinners, 0)
             t.post = self._spin_post
             return SPIN_QUANTUM
+        return self._sleep(t, o)
+
+    def _sleep(self, t: Task, o: Task) -> int:
         m = self.model
         self.stats.c[SLEEPS] += 1
         log = m.log
@@ -408,10 +422,17 @@ class RtMutex(KernelLock):
         t.post = self._wake_post
         return BLOCKED
 
+    def _may_spin(self, cpu: CPU, t: Task) -> bool:
+        """top_spin: t is the top waiter, the owner has taken the lock, no reschedule pending."""
+        return not self.pending and bool(self.waiters) and self.waiters[0][2] is t and not cpu.need_resched
+
     def _spin_post(self, cpu: CPU, t: Task) -> int:
         """adaptive_wait's loop: granted, owner changed, or owner off its CPU."""
         o = self.owner
         d = t.data
+        if self.top_spin and o is d["spin_owner"] and o is not t and cpu.need_resched:
+            self._stop_spin(t, self.spinners)
+            return self._sleep(t, o)  # rtmutex_spin_on_owner: need_resched() ends the spin, schedule()
         if o is d["spin_owner"] and o is not t and o is not None and o.on_cpu:
             t.post = self._spin_post
             return SPIN_QUANTUM

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sim.channel import Channel, WaitQueue
+from sim.channel import PIPE_DEF_BUFFERS, Channel, WaitQueue
 from sim.config import knob
 from sim.errors import ConfigError
 from sim.machine import CPU, Machine
@@ -21,10 +21,6 @@ from sim.ops import BLOCKED, Call, CpuWork, Recv, Send, Spawn, WaitChild
 from sim.stats import LogHistogram
 from sim.task import Task
 from sim.units import S
-
-# fs/pipe.c: PIPE_DEF_BUFFERS (16) pages of 4 KiB; small writes share a page, so the ring
-# holds about 65536 / message_bytes messages before a writer blocks.
-PIPE_BYTES = 16 * 4096
 
 
 @dataclass(frozen=True)
@@ -37,7 +33,7 @@ class MessagingConfig:
     loops: int = knob(
         100, doc="messages each sender writes to each receiver", min=1, max=10_000_000, source="hackbench.c default"
     )
-    message_bytes: int = knob(100, doc="size of one message", min=1, max=65536, source="hackbench.c default")
+    message_bytes: int = knob(100, doc="size of one message", min=1, max=4096, source="hackbench.c default")
     transport: Literal["pipe"] = knob("pipe", doc="channel type (sockets and their locks come with the lock models)")
     mode: Literal["process", "thread"] = knob("process", doc="children as processes (fork) or threads")
     work: int = knob(0, doc="user-mode work per message on each side", unit="ns", min=0, source="hackbench.c does none")
@@ -61,8 +57,12 @@ class Messaging:
         self.start_wq = WaitQueue(m, "start")
         self.started = False
         self.children: list[Task] = []
-        capacity = max(1, PIPE_BYTES // cfg.message_bytes)
-        self.channels = [[Channel(m, f"g{g}r{r}", capacity) for r in range(cfg.receivers)] for g in range(cfg.groups)]
+        # fs/pipe.c: a ring of PIPE_DEF_BUFFERS pages; how many messages fit depends on when the
+        # reader empties it (sim/channel.py, paged mode)
+        self.channels = [
+            [Channel(m, f"g{g}r{r}", PIPE_DEF_BUFFERS, cfg.message_bytes) for r in range(cfg.receivers)]
+            for g in range(cfg.groups)
+        ]
         for row in self.channels:
             for ch in row:
                 ch.latency = self.latency_hist

@@ -45,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from models.rcu.ops import CallRcu, SynchronizeRcu
+from models.rcu.ops import CallRcu, SynchronizeRcu, SynchronizeRcuExpedited
 from sim.config import knob
 from sim.machine import CPU, Machine
 from sim.ops import Call, CpuWork, Spawn, Syscall
@@ -64,10 +64,18 @@ class NetnsConfig:
         doc="which lines of the script run per router: 'add' (ip netns add only), 'add+exec' (plus one ip netns exec), 'full'",
         source="seed 000",
     )
-    paths: Literal["v3.8", "v3.13", "v3.15"] = knob(
+    paths: Literal["v3.8", "v3.13", "v3.15", "v6"] = knob(
         "v3.13",
-        doc="kernel era of the namespace paths (which exits wait for a grace period)",
-        source="docs/kernel/rcu-nocb-netns.md §5.2",
+        doc="kernel era of the namespace paths (which exits wait for a grace period); 'v6': no nsproxy wait, and "
+        "namespace_unlock() waits with synchronize_rcu_expedited()",
+        source="docs/kernel/rcu-nocb-netns.md §5.2; fs/namespace.c namespace_unlock (6.x: synchronize_rcu_expedited; "
+        "whether 6.18 defers the MNT_DETACH case to queue_rcu_work is unverified)",
+    )
+    helpers: bool = knob(
+        True,
+        doc="run the seed's helpers per router in the 'full' steps: uuidgen and the `cut` subshell (the collector's "
+        "netns_script item leaves them out)",
+        source="seed 000 script; calibration/collector/item_netns_script.c",
     )
     base_mounts: int = knob(
         30,
@@ -161,16 +169,17 @@ class FakeRouters:
         self.syncs_by_step: dict[str, int] = {}
         paths = cfg.paths
         self.wait_nsproxy = paths in ("v3.8", "v3.13")
-        self.wait_unlock = paths in ("v3.13", "v3.15")
+        self.wait_unlock = paths in ("v3.13", "v3.15", "v6")
         # 3.13 made vfsmount freeing RCU-delayed (delayed_free by call_rcu after
         # namespace_unlock's wait); 3.8/3.9 free a mount inline in mntput_no_expire ->
         # mntfree -> free_vfsmnt, and release_mounts() waits for nothing (fs/namespace.c)
-        self.rcu_mount_free = paths in ("v3.13", "v3.15")
+        self.rcu_mount_free = paths in ("v3.13", "v3.15", "v6")
         # 3.8/3.9 do_exit runs exit_task_work (the deferred fputs, whose file frees are
         # call_rcu) before exit_notify -> exit_task_namespaces; 3.10+ drops the namespaces
         # first (kernel/exit.c)
         self.files_before_ns = paths == "v3.8"
         self.sync = SynchronizeRcu()
+        self.unlock_sync = SynchronizeRcuExpedited() if paths == "v6" else self.sync
         self.cb_exec = CallRcu(count=cfg.callbacks_at_exec) if cfg.callbacks_at_exec else None
         self.cb_exit = CallRcu(count=cfg.callbacks_at_exit) if cfg.callbacks_at_exit else None
         self.cb_reap = CallRcu(count=cfg.callbacks_at_reap) if cfg.callbacks_at_reap else None
@@ -266,7 +275,7 @@ class FakeRouters:
         call_rcu(delayed_free) each (3.13+), or inline in the caller (3.8/3.9)."""
         cost = self.cfg.mount_cost
         if self.wait_unlock:
-            yield self.sync
+            yield self.unlock_sync
         if self.rcu_mount_free:
             yield CallRcu(cost=cost, count=n)
         else:
@@ -297,14 +306,15 @@ class FakeRouters:
         self.start_ns = self.m.now
         yield mark
         for i in range(1, cfg.routers + 1):
-            if cfg.steps == "full":
+            if cfg.steps == "full" and cfg.helpers:
                 yield from self._run(uuid, "uuidgen")
             yield from self._run(add, "ip")
             if cfg.steps in ("add+exec", "full"):
                 yield from self._run(exe, "ip")
             if cfg.steps == "full":
                 yield from self._run(exe, "ip")
-                yield from self._run(cut_sub, "bash")
+                if cfg.helpers:
+                    yield from self._run(cut_sub, "bash")
                 yield from self._run(link, "ip")
                 yield from self._run(link, "ip")
             if i % cfg.report_every == 0:

@@ -1,0 +1,145 @@
+"""The mechanisms behind the held-back composite rows: fs/pipe.c page accounting of a pipe,
+EEVDF's run-to-parity wakeup preemption, and the PI-futex benchmark over the rt-mutex."""
+
+import dataclasses
+
+from calibration.profile import load_profile
+from sim.channel import Channel
+from sim.machine import Env, Machine
+from sim.ops import Recv, Send, cpu, sleep
+from sim.params import KernelConfig, MachineConfig
+from sim.rng import Streams
+from sim.units import MS, US
+
+from .helpers import ZERO_COSTS, machine
+
+DEFAULT_PROFILE = "calibration/profiles/default.json"
+
+
+def run(m, until):
+    m.env.run(until=m.env.timeout(until))
+
+
+def test_pipe_merges_small_writes_into_pages_while_not_empty():
+    # 100-byte writes: 40 share a 4 KiB page; 16 pages hold 640 before the writer blocks
+    m = machine(cpus=1, pipe_send=10, pipe_recv=10)
+    ch = Channel(m, "p", 16, message_bytes=100)
+    got = []
+
+    def writer(task):
+        for i in range(700):
+            yield Send(ch, i)
+
+    def reader(task):
+        yield sleep(1 * MS)
+        got.append(ch.sent)
+        for _ in range(39):
+            yield Recv(ch)
+        got.append((ch.sent, len(ch.writers)))  # the first page still holds one message
+        yield Recv(ch)  # frees a page of the full ring: the writer is woken
+        got.append(len(ch.writers))
+
+    m.spawn(reader, "r")
+    m.spawn(writer, "w")
+    run(m, 2 * MS)
+    assert got[0] == 640
+    assert got[1] == (640, 1)
+    assert got[2] == 0
+
+
+def test_pipe_that_a_reader_keeps_empty_takes_a_new_page_per_write():
+    m = machine(cpus=2, pipe_send=10, pipe_recv=10)
+    ch = Channel(m, "p", 16, message_bytes=100)
+    seen = []
+
+    def writer(task):
+        for i in range(5):
+            yield Send(ch, i)
+            seen.append(list(ch.pages))
+            yield sleep(100 * US)  # the reader empties the pipe meanwhile
+
+    def reader(task):
+        for _ in range(5):
+            yield Recv(ch)
+
+    m.spawn(reader, "r", affinity=[1])
+    m.spawn(writer, "w", affinity=[0])
+    run(m, 10 * MS)
+    assert seen == [[1]] * 5 and ch.received == 5 and ch.last_end == 0
+
+
+def _sched_machine(sched):
+    # wakeup_granularity 0: CFS preempts for any vruntime lead; EEVDF ignores the knob
+    k = KernelConfig(hz=100, preempt="voluntary", sched=sched, sched_wakeup_granularity=0)
+    costs = dataclasses.replace(ZERO_COSTS)
+    return Machine(Env(), MachineConfig(cpus=1), k, costs, Streams(1))
+
+
+def test_eevdf_wakee_waits_for_the_running_task_to_use_its_slice():
+    ends = {}
+    for sched in ("cfs", "eevdf"):
+        m = _sched_machine(sched)
+
+        def hog(task):
+            yield cpu(20 * MS)
+
+        def sleeper(task, m=m, sched=sched):
+            yield sleep(100 * US)
+            yield cpu(1 * US)
+            ends[sched] = m.now
+
+        m.spawn(sleeper, "sleeper")  # runs first and sleeps; the hog then has the CPU
+        m.spawn(hog, "hog")
+        run(m, 50 * MS)
+    # CFS: the hog's 100 us lead beats wakeup_granularity at once; EEVDF (RUN_TO_PARITY): the
+    # hog keeps the CPU until it has run one base slice (0.7 ms on one CPU), checked at a tick
+    # or a wakeup, so the sleeper runs at the first tick after that (HZ 100: 10 ms)
+    assert ends["cfs"] < 200 * US
+    assert ends["eevdf"] >= 700 * US
+
+
+def test_pi_futex_two_threads_spin_and_three_threads_convoy():
+    import models
+    from calibration import composites as C
+    from calibration.params import load_params
+    from sim import scenario as sc
+
+    prof = load_profile(DEFAULT_PROFILE)
+    params = load_params("calibration/profiles/default-params.toml")
+    cat = models.catalog()
+    out = {}
+    for n in (2, 3):
+        data = C._base_scenario(prof, f"pi-{n}")
+        data["kernel"]["locks"] = {}
+        data["workload"] = {"kind": "pi_futex", "threads": n, "critical_section": 47, "duration": "20 ms"}
+        r = sc.run(sc.validate(C.apply_params(data, params), cat), cat, seed=1).metrics
+        out[n] = r
+    # two threads on two CPUs: every acquisition goes through FUTEX_LOCK_PI (the unlocker's next
+    # lock finds the word handed over), and the top waiter spins on the running owner
+    assert out[2]["kernel_waits"] >= 0.99 * out[2]["ops"]
+    assert out[2]["locks.pi_futex.sleeps"] == 0
+    # three threads: two share a CPU, a FIFO convoy of sleeping waiters forms
+    assert out[3]["locks.pi_futex.sleeps"] >= 0.9 * out[3]["ops"]
+    assert out[3]["throughput_ops_per_s"] < out[2]["throughput_ops_per_s"] / 5
+    assert prof.sched == "eevdf"
+
+
+def test_netns_script_variant_runs_the_collector_commands_on_v6_paths():
+    import models
+    from sim import scenario as sc
+
+    cat = models.catalog()
+    out = {}
+    for helpers in (True, False):
+        data = {
+            "scenario": {"name": "ns", "seed": 1},
+            "machine": {"cpus": 2},
+            "kernel": {"hz": 250, "rcu": {"era": "v6"}},
+            "workload": {"kind": "netns", "routers": 5, "report_every": 5, "helpers": helpers, "paths": "v6"},
+        }
+        out[helpers] = sc.run(sc.validate(data, cat), cat, seed=1).metrics
+    # no uuidgen and cut: two processes fewer per router, so faster
+    assert out[False]["routers_per_s"] > out[True]["routers_per_s"]
+    # v6: namespace_unlock waits for expedited grace periods only (2 per ip netns exec)
+    assert out[False]["rcu.synchronize_calls"] == 5 * 2 * 2
+    assert out[False]["rcu.expedited_gps"] >= 1
