@@ -30,7 +30,7 @@ Time is integer nanoseconds. Nothing here is global: a Machine owns everything i
 
 from __future__ import annotations
 
-import heapq
+from heapq import heappop, heappush
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -100,8 +100,8 @@ class Env(simpy.Environment):
 
     def _loop(self, once: bool) -> None:
         queue: list[Any] = self._queue  # type: ignore[assignment]
-        pop = heapq.heappop
-        cpu_cls, irq_cls = CPU, _Irq
+        pop = heappop
+        cpu_cls, irq_cls, call_cls = CPU, _Irq, _Call
         while True:
             if not queue:
                 raise EmptySchedule
@@ -112,10 +112,25 @@ class Env(simpy.Environment):
                 if eid == ev.act_eid:  # else superseded (the CPU was interrupted): ignore
                     ev.act_eid = -1
                     action = ev.action
-                    ev.action = None
-                    action()
+                    if action is None:
+                        # the end of a run segment (inlined here: the hottest event)
+                        t = ev.curr
+                        ev.seg_active = False
+                        ns = t.remaining
+                        t.run_ns += ns
+                        if not t.prio:
+                            t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
+                        t.remaining = 0
+                        if ev.irqs or ev.softirq_pending or ev.need_resched:
+                            ev._dispatch()
+                        else:
+                            ev._run_ops(t)
+                    else:
+                        action()
             elif cls is irq_cls:
                 ev.cpu.raise_irq(ev.cost, ev.fn)
+            elif cls is call_cls:
+                ev.fn(*ev.args)
             else:
                 # simpy.Environment.step
                 callbacks, ev.callbacks = ev.callbacks, None
@@ -143,6 +158,16 @@ class _Irq:
         self.cpu = cpu
         self.cost = cost
         self.fn = fn
+
+
+class _Call:
+    """The heap entry of a bare timed callback (:meth:`Machine.call_at`)."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+        self.fn = fn
+        self.args = args
 
 
 class _Wake(simpy.Event):
@@ -182,7 +207,7 @@ class CPU:
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "tick_gen", "tick_at", "jiffy_timers",
-        "data", "act_eid", "_queue", "_eid", "_seg_end",
+        "data", "act_eid", "_queue", "_eid",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -223,7 +248,6 @@ class CPU:
         self.act_eid = -1  # event id of the pending timed action (see Env)
         self._queue: list[Any] = self.env._queue  # type: ignore[assignment]
         self._eid = self.env._eid
-        self._seg_end = self._segment_end  # bound once: a segment end allocates nothing
 
     # ------------------------------------------------------------------ timed actions
     def _after(self, delay: int, action: Callable[[], None]) -> None:
@@ -234,7 +258,7 @@ class CPU:
         self.m.events += 1
         eid = next(self._eid)
         self.act_eid = eid
-        heapq.heappush(self._queue, (self.env._now + delay, NORMAL, eid, self))
+        heappush(self._queue, (self.env._now + delay, NORMAL, eid, self))
 
     def _set_state(self, new: int) -> None:
         now = self.env._now
@@ -286,15 +310,15 @@ class CPU:
         t.cpu = self.index
         t.wait_since = self.env._now
         if t.prio:
-            heapq.heappush(self.rq, (0, -t.prio, seq, t))
+            heappush(self.rq, (0, -t.prio, seq, t))
         else:
-            heapq.heappush(self.rq, (1, t.vruntime, seq, t))
+            heappush(self.rq, (1, t.vruntime, seq, t))
         self.nr_queued += 1
 
     def _pop(self) -> Task | None:
         rq = self.rq
         while rq:
-            _, _, seq, t = heapq.heappop(rq)
+            _, _, seq, t = heappop(rq)
             if seq == t._rq_seq and t.state == RUNNABLE and not t.on_cpu:
                 self.nr_queued -= 1
                 t._rq_seq = 0
@@ -307,7 +331,7 @@ class CPU:
             _, _, seq, t = rq[0]
             if seq == t._rq_seq and t.state == RUNNABLE and not t.on_cpu:
                 return t
-            heapq.heappop(rq)
+            heappop(rq)
         return None
 
     def _steal_candidate(self, dst: int, now: int, respect_hot: bool) -> Task | None:
@@ -490,11 +514,11 @@ class CPU:
         self.seg_start = now
         self.seg_active = True
         self.gen += 1
-        self.action = self._seg_end
+        self.action = None  # None: the pending action is this segment's end (see Env._loop)
         m.events += 1
         eid = next(self._eid)
         self.act_eid = eid
-        heapq.heappush(self._queue, (now + r, NORMAL, eid, self))
+        heappush(self._queue, (now + r, NORMAL, eid, self))
 
     def _start_segment(self, t: Task, ns: int, user: bool) -> None:
         t.remaining = ns
@@ -507,24 +531,11 @@ class CPU:
         self.seg_start = now
         self.seg_active = True
         self.gen += 1
-        self.action = self._seg_end
+        self.action = None
         self.m.events += 1
         eid = next(self._eid)
         self.act_eid = eid
-        heapq.heappush(self._queue, (now + ns, NORMAL, eid, self))
-
-    def _segment_end(self) -> None:
-        t: Task = self.curr  # type: ignore[assignment]  # a segment runs only with a task on the CPU
-        self.seg_active = False
-        ns = t.remaining
-        t.run_ns += ns
-        if not t.prio:
-            t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
-        t.remaining = 0
-        if self.irqs or self.softirq_pending or self.need_resched:
-            self._dispatch()
-        else:
-            self._run_ops(t)
+        heappush(self._queue, (now + ns, NORMAL, eid, self))
 
     def _pause(self) -> None:
         t = self.curr
@@ -833,14 +844,14 @@ class Machine:
     def now(self) -> int:
         return self.env.now
 
-    def call_at(self, delay: int, fn: Callable[..., None], *args: Any) -> simpy.Event:
-        """Call ``fn(*args)`` after ``delay`` ns (a bare timed callback)."""
+    def call_at(self, delay: int, fn: Callable[..., None], *args: Any) -> None:
+        """Call ``fn(*args)`` after ``delay`` ns (a bare timed callback: one heap entry, ordered
+        among all events as a SimPy timeout made now would be)."""
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
         self.events += 1
-        ev = self.env.timeout(delay)
-        ev.callbacks.append(lambda _ev: fn(*args))
-        return ev
+        env = self.env
+        heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), _Call(fn, args)))  # type: ignore[arg-type]
 
     def interrupt(self, cpu: CPU, cost: int, fn: IrqFn | None = None, delay: int = 0) -> None:
         """Deliver an interrupt to ``cpu`` after ``delay``: ``fn(cpu)`` runs at its arrival and
@@ -848,7 +859,7 @@ class Machine:
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
         self.events += 1
-        heapq.heappush(cpu._queue, (self.env._now + delay, NORMAL, next(cpu._eid), _Irq(cpu, cost, fn)))
+        heappush(cpu._queue, (self.env._now + delay, NORMAL, next(cpu._eid), _Irq(cpu, cost, fn)))
 
     def send_ipi(self, src: CPU | None, dst: CPU, fn: IrqFn | None = None, name: str = "ipi") -> None:
         """An inter-processor interrupt from ``src`` to ``dst`` (arrives after ipi_latency)."""
