@@ -207,7 +207,7 @@ class CPU:
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "tick_gen", "tick_at", "jiffy_timers",
-        "data", "act_eid", "_queue", "_eid",
+        "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -248,6 +248,8 @@ class CPU:
         self.act_eid = -1  # event id of the pending timed action (see Env)
         self._queue: list[Any] = self.env._queue  # type: ignore[assignment]
         self._eid = self.env._eid
+        self._handlers = machine.handlers  # the same dict: Machine.handle adds to it
+        self._dispatch_b = self._dispatch  # bound once (the action after a switch or an irq)
 
     # ------------------------------------------------------------------ timed actions
     def _after(self, delay: int, action: Callable[[], None]) -> None:
@@ -374,7 +376,7 @@ class CPU:
         self._start_tick()
         for h in m.idle_exit_hooks:
             h(self)
-        self._after(m.idle_exit_latency(self), self._dispatch)
+        self._after(m.idle_exit_latency(self), self._dispatch_b)
 
     def _run_irqs(self) -> None:
         irqs = self.irqs
@@ -387,7 +389,7 @@ class CPU:
                 extra = fn(self)
                 if extra:
                     total += extra
-        self._after(total, self._dispatch)
+        self._after(total, self._dispatch_b)
 
     def raise_softirq(self, vec: int) -> None:
         """Mark softirq ``vec`` pending on this CPU; it runs at the next interrupt exit or op
@@ -453,8 +455,7 @@ class CPU:
 
     def _run_ops(self, t: Task) -> None:
         # The hottest path of the engine, with _start_segment inlined at the end.
-        m = self.m
-        handlers = m.handlers
+        handlers = self._handlers
         spins = 0
         limit = NO_PROGRESS_LIMIT
         while True:
@@ -515,7 +516,7 @@ class CPU:
         self.seg_active = True
         self.gen += 1
         self.action = None  # None: the pending action is this segment's end (see Env._loop)
-        m.events += 1
+        self.m.events += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (now + r, NORMAL, eid, self))
@@ -556,10 +557,20 @@ class CPU:
     def update_min_vruntime(self) -> int:
         """min_vruntime only moves forward (update_min_vruntime in kernel/sched/fair.c); it is
         brought up to date where it is read (placement, migration), not on every charge."""
+        # _peek and curr_vruntime inlined (this runs on every wakeup)
+        rq = self.rq
+        head = None
+        while rq:
+            _, _, seq, h = rq[0]
+            if seq == h._rq_seq and h.state == RUNNABLE and not h.on_cpu:
+                head = h
+                break
+            heappop(rq)
         t = self.curr
-        head = self._peek()
         if t is not None and not t.prio:
-            v = self.curr_vruntime()
+            v = t.vruntime
+            if self.seg_active:
+                v += (self.env._now - self.seg_start) * 1024 // t.weight
             if head is not None and not head.prio and head.vruntime < v:
                 v = head.vruntime
         elif head is not None and not head.prio:
@@ -580,7 +591,16 @@ class CPU:
         if prev is not None and prev.state == RUNNABLE:
             prev.on_cpu = False
             self._enqueue(prev)
-        nxt = self._pop()
+        # _pop, inlined
+        nxt = None
+        rq = self.rq
+        while rq:
+            _, _, seq, q = heappop(rq)
+            if seq == q._rq_seq and q.state == RUNNABLE and not q.on_cpu:
+                self.nr_queued -= 1
+                q._rq_seq = 0
+                nxt = q
+                break
         extra = 0
         if nxt is None:
             nxt = m._newidle_pull(self)
@@ -624,7 +644,7 @@ class CPU:
             nxt.ran_cpu = self.index
         nxt.cpu = self.index
         self.switches += 1
-        self._after(cost, self._dispatch)
+        self._after(cost, self._dispatch_b)
 
     def _dispatch_same(self, t: Task) -> None:
         # The previous task keeps the CPU (it was the best choice after all).
@@ -927,9 +947,11 @@ class Machine:
         sent = self._check_preempt(target, t, waker)
         if waker is None:
             return 0
-        cost = self.jit_sched.apply(self.costs.wakeup)
+        apply = self.jit_sched.apply
+        costs = self.costs
+        cost = apply(costs.wakeup)
         if sent:
-            cost += self.jit_sched.apply(self.costs.ipi_send)  # the waker sends the IPI
+            cost += apply(costs.ipi_send)  # the waker sends the IPI
         return cost
 
     def _check_preempt(self, target: CPU, t: Task, waker: CPU | None) -> bool:
@@ -1007,16 +1029,23 @@ class Machine:
                 if cp < t.prio and cp < best_prio:
                     best, best_prio = c, cp
             return best
-        if self.wake_affine_waker and waker is not None and t.allowed(waker.index) and waker.nr_running <= prev.nr_running:
+        aff = t.affinity
+        if (
+            self.wake_affine_waker
+            and waker is not None
+            and (aff is None or waker.index in aff)
+            and waker.nr_queued + (waker.curr is not None) <= prev.nr_queued + (prev.curr is not None)
+        ):
             prev = waker  # 3.x wake_affine: pull the wakee to the (no busier) waking CPU
-        if prev.idle:
+        if prev.curr is None and prev.nr_queued == 0:  # prev.idle
             return prev
+        pi = prev.index
         for k in range(1, n):
-            c = cpus[(prev.index + k) % n]
-            if c.idle and t.allowed(c.index):
+            c = cpus[(pi + k) % n]
+            if c.curr is None and c.nr_queued == 0 and (aff is None or c.index in aff):
                 return c
-        if waker is not None and waker is not prev and t.allowed(waker.index):
-            if waker.nr_running < prev.nr_running:
+        if waker is not None and waker is not prev and (aff is None or waker.index in aff):
+            if waker.nr_queued + (waker.curr is not None) < prev.nr_queued + (prev.curr is not None):
                 return waker
         return prev
 
