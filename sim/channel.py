@@ -82,7 +82,7 @@ def install_channel_ops(m: Machine) -> None:
     recv_cost = costs.syscall + costs.pipe_recv
 
     def send_commit(cpu: CPU, t: Task) -> int:
-        op: Send = t.op
+        op: Send = t.data["_op"]
         ch = op.channel
         if len(ch.buf) >= ch.capacity:
             # pipe_write: wait for room, then copy again
@@ -96,7 +96,7 @@ def install_channel_ops(m: Machine) -> None:
 
     def h_send(cpu: CPU, t: Task, op: Send) -> int:
         # the copy into the pipe is the op's CPU time; the message is there when it ends
-        t.op = op
+        t.data["_op"] = op
         t.post = send_commit
         return jit.apply(send_cost)
 
@@ -111,7 +111,7 @@ def install_channel_ops(m: Machine) -> None:
         return cost
 
     def recv_retry(cpu: CPU, t: Task) -> int:
-        ch: Any = t.op.channel
+        ch: Any = t.data["_op"].channel
         if not ch.buf:
             t.post = recv_retry
             return ch.readers.block(t)
@@ -122,7 +122,7 @@ def install_channel_ops(m: Machine) -> None:
         ch = op.channel
         if ch.buf:
             return take(cpu, t, ch, jit.apply(recv_cost))
-        t.op = op
+        t.data["_op"] = op
         t.post = recv_retry
         return ch.readers.block(t)
 

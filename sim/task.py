@@ -28,7 +28,7 @@ class Task:
         "affinity", "remaining", "seg_user", "post", "retval", "preempt_count",
         "kthread", "parent", "exit_waiters", "started", "wait_since", "last_ran",
         "run_ns", "wait_ns", "nvcsw", "nivcsw", "migrations", "wakeups", "ended", "data",
-        "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec", "op",
+        "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec",
     )  # fmt: skip
 
     def __init__(
@@ -79,7 +79,6 @@ class Task:
         self.ran_cpu = -1  # CPU it last ran on (a different one costs a migration)
         self.slice_exec = 0  # run_ns when it was last picked (for the CFS slice check)
         self.data: dict[str, Any] = {}  # per-task state of models (lock nesting, reader state...)
-        self.op: Any = None  # the op whose post continuation needs it (a channel op waiting for room or data)
         self._rq_seq = 0
 
     @property
