@@ -23,6 +23,7 @@ distort much less. Prints figures only; nothing here is a test.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import sys
@@ -79,6 +80,32 @@ def bare_run(p: Pattern) -> tuple[int, float, float]:
     return p.events, time.perf_counter() - w0, time.process_time() - c0
 
 
+def floor_run(events: int) -> tuple[Pattern, float, float]:
+    """The engine with no model work: on each of the 4 CPUs one task yields back-to-back CPU
+    work segments (one event per segment, the bare loop's pattern). What the substrate itself
+    costs per event, next to what rcusim_run costs with the models' work around it."""
+    from sim.machine import Env, Machine
+    from sim.ops import CpuWork
+    from sim.params import Costs, KernelConfig, MachineConfig
+    from sim.rng import Streams
+
+    costs = Costs(**{f.name: 0 for f in dataclasses.fields(Costs) if f.name != "jitter_cv"}, jitter_cv=0.0)
+    m = Machine(Env(), MachineConfig(cpus=CPUS), KernelConfig(hz=1000), costs, Streams(1))
+    work = CpuWork(1000)
+
+    def script(task):  # type: ignore[no-untyped-def]
+        for _ in range(events // CPUS):
+            yield work
+
+    for i in range(CPUS):
+        m.spawn(script, f"t{i}", affinity=[i])
+    w0, c0 = time.perf_counter(), time.process_time()
+    m.env.run()
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    ticks = [c.ticks for c in m.cpus]
+    return Pattern(m.events, int(m.env.now), 1_000_000, ticks), wall, cpu
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--groups", type=int, default=10)
@@ -102,6 +129,12 @@ def main() -> None:
         )
         best_w, best_c = max(best_w, rw / bw), max(best_c, rc / bc)
     print(f"best ratio rcusim/bare: {best_w:.2f} wall, {best_c:.2f} CPU time (target >= 0.5)")
+    fpat, fwall, fcpu = floor_run(400_000)
+    _, bwall, bcpu = bare_run(fpat)
+    print(
+        f"engine alone (4 tasks of back-to-back CPU work, {fpat.events:,} events): {fpat.events / fcpu:>10,.0f} ev/s CPU "
+        f"| bare SimPy, same pattern: {fpat.events / bcpu:>10,.0f} ev/s CPU | ratio {bcpu / fcpu:.2f} CPU, {bwall / fwall:.2f} wall"
+    )
 
 
 if __name__ == "__main__":
