@@ -487,12 +487,13 @@ class CPU:
                         user = op.user  # type: ignore[attr-defined]
                         break
                     continue
-                h = handlers.get(op_type)
-                if h is None:
+                try:
+                    h = handlers[op_type]
+                except KeyError:
                     raise ScenarioError(
                         f"task {t.name!r} used op {op_type.__name__}, which no installed mechanism handles; "
                         "enable the model that provides it in the scenario's [kernel] section"
-                    )
+                    ) from None
                 r = h(self, t, op)
             if r > 0:
                 user = False
@@ -509,9 +510,15 @@ class CPU:
         t.seg_user = user
         self.softirq_rounds = 0
         st = USER if user else KERNEL
-        if self.state != st:
-            self._set_state(st)
         now = self.env._now
+        old = self.state
+        if old != st:
+            if self.m.tracer is None:  # _set_state(st) without a trace, inlined
+                self.acc[old] += now - self.since
+                self.state = st
+                self.since = now
+            else:
+                self._set_state(st)
         self.seg_start = now
         self.seg_active = True
         self.gen += 1
