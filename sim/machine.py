@@ -30,8 +30,8 @@ Time is integer nanoseconds. Nothing here is global: a Machine owns everything i
 
 from __future__ import annotations
 
-from heapq import heappop, heappush
 from collections.abc import Callable, Iterable
+from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -101,7 +101,7 @@ class Env(simpy.Environment):
     def _loop(self, once: bool) -> None:
         queue: list[Any] = self._queue  # type: ignore[assignment]
         pop = heappop
-        cpu_cls, irq_cls, call_cls = CPU, _Irq, _Call
+        cpu_cls, irq_cls, call_cls, cpuwork_cls = CPU, _Irq, _Call, CpuWork
         while True:
             if not queue:
                 raise EmptySchedule
@@ -123,8 +123,56 @@ class Env(simpy.Environment):
                         t.remaining = 0
                         if ev.irqs or ev.softirq_pending or ev.need_resched:
                             ev._dispatch()
-                        else:
+                        elif t.post is not None:
                             ev._run_ops(t)
+                        else:
+                            # The next op, inlined for its usual outcomes (CPU time, or a block);
+                            # anything else goes on in _run_ops, which starts at an op boundary.
+                            try:
+                                op = t.script.send(t.retval)
+                            except StopIteration:
+                                ev._exit(t)
+                                op = None
+                            if op is not None:
+                                t.retval = None
+                                op_type = op.__class__
+                                if op_type is cpuwork_cls:
+                                    r = op.ns
+                                    user = op.user
+                                else:
+                                    try:
+                                        h = ev._handlers[op_type]
+                                    except KeyError:
+                                        raise _no_handler(t, op_type) from None
+                                    r = h(ev, t, op)
+                                    user = False
+                                if r > 0:
+                                    # CPU._start_segment(t, r, user), inlined
+                                    t.remaining = r
+                                    t.seg_user = user
+                                    ev.softirq_rounds = 0
+                                    st = USER if user else KERNEL
+                                    old = ev.state
+                                    if old != st:
+                                        if ev.m.tracer is None:
+                                            ev.acc[old] += now - ev.since
+                                            ev.state = st
+                                            ev.since = now
+                                        else:
+                                            ev._set_state(st)
+                                    ev.seg_start = now
+                                    ev.seg_active = True
+                                    ev.gen += 1
+                                    ev.action = None
+                                    ev.m.events += 1
+                                    eid = next(ev._eid)
+                                    ev.act_eid = eid
+                                    heappush(queue, (now + r, NORMAL, eid, ev))
+                                elif r == BLOCKED:
+                                    t.state = T_BLOCKED
+                                    ev._schedule()
+                                else:
+                                    ev._run_ops(t)
                     else:
                         action()
             elif cls is irq_cls:
@@ -147,6 +195,13 @@ class Env(simpy.Environment):
                     raise exc
             if once:
                 return
+
+
+def _no_handler(t: Task, op_type: type) -> ScenarioError:
+    return ScenarioError(
+        f"task {t.name!r} used op {op_type.__name__}, which no installed mechanism handles; "
+        "enable the model that provides it in the scenario's [kernel] section"
+    )
 
 
 class _Irq:
@@ -435,7 +490,11 @@ class CPU:
         if self.need_resched and self._preemptible(t):
             self._schedule()
             return
-        self._advance(t)
+        # _advance(t), inlined
+        if t.remaining > 0:
+            self._start_segment(t, t.remaining, t.seg_user)
+        else:
+            self._run_ops(t)
 
     def _preemptible(self, t: Task) -> bool:
         if t.preempt_count:
@@ -490,10 +549,7 @@ class CPU:
                 try:
                     h = handlers[op_type]
                 except KeyError:
-                    raise ScenarioError(
-                        f"task {t.name!r} used op {op_type.__name__}, which no installed mechanism handles; "
-                        "enable the model that provides it in the scenario's [kernel] section"
-                    ) from None
+                    raise _no_handler(t, op_type) from None
                 r = h(self, t, op)
             if r > 0:
                 user = False
@@ -878,7 +934,8 @@ class Machine:
             raise ValueError(f"delay must be >= 0, got {delay}")
         self.events += 1
         env = self.env
-        heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), _Call(fn, args)))  # type: ignore[arg-type]
+        queue: list[Any] = env._queue  # type: ignore[assignment]
+        heappush(queue, (env._now + delay, NORMAL, next(env._eid), _Call(fn, args)))
 
     def interrupt(self, cpu: CPU, cost: int, fn: IrqFn | None = None, delay: int = 0) -> None:
         """Deliver an interrupt to ``cpu`` after ``delay``: ``fn(cpu)`` runs at its arrival and
