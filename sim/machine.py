@@ -123,56 +123,62 @@ class Env(simpy.Environment):
                         t.remaining = 0
                         if ev.irqs or ev.softirq_pending or ev.need_resched:
                             ev._dispatch()
-                        elif t.post is not None:
-                            ev._run_ops(t)
                         else:
-                            # The next op, inlined for its usual outcomes (CPU time, or a block);
-                            # anything else goes on in _run_ops, which starts at an op boundary.
-                            try:
-                                op = t.script.send(t.retval)
-                            except StopIteration:
-                                ev._exit(t)
-                                op = None
-                            if op is not None:
-                                t.retval = None
-                                op_type = op.__class__
-                                if op_type is cpuwork_cls:
-                                    r = op.ns
-                                    user = op.user
-                                else:
-                                    try:
-                                        h = ev._handlers[op_type]
-                                    except KeyError:
-                                        raise _no_handler(t, op_type) from None
-                                    r = h(ev, t, op)
-                                    user = False
-                                if r > 0:
-                                    # CPU._start_segment(t, r, user), inlined
-                                    t.remaining = r
-                                    t.seg_user = user
-                                    ev.softirq_rounds = 0
-                                    st = USER if user else KERNEL
-                                    old = ev.state
-                                    if old != st:
-                                        if ev.m.tracer is None:
-                                            ev.acc[old] += now - ev.since
-                                            ev.state = st
-                                            ev.since = now
-                                        else:
-                                            ev._set_state(st)
-                                    ev.seg_start = now
-                                    ev.seg_active = True
-                                    ev.gen += 1
-                                    ev.action = None
-                                    ev.m.events += 1
-                                    eid = next(ev._eid)
-                                    ev.act_eid = eid
-                                    heappush(queue, (now + r, NORMAL, eid, ev))
-                                elif r == BLOCKED:
-                                    t.state = T_BLOCKED
-                                    ev._schedule()
-                                else:
-                                    ev._run_ops(t)
+                            # The next step of the task, inlined for its usual outcomes (CPU
+                            # time, or a block); anything else goes on in _run_ops, which
+                            # starts at an op boundary.
+                            post = t.post
+                            if post is not None:
+                                t.post = None
+                                r = post(ev, t)
+                                user = False
+                            else:
+                                try:
+                                    op = t.script.send(t.retval)
+                                except StopIteration:
+                                    ev._exit(t)
+                                    op = None
+                                    r = _EXITED
+                                if op is not None:
+                                    t.retval = None
+                                    op_type = op.__class__
+                                    if op_type is cpuwork_cls:
+                                        r = op.ns  # type: ignore[attr-defined]
+                                        user = op.user  # type: ignore[attr-defined]
+                                    else:
+                                        try:
+                                            h = ev._handlers[op_type]
+                                        except KeyError:
+                                            raise _no_handler(t, op_type) from None
+                                        r = h(ev, t, op)
+                                        user = False
+                            if r > 0:
+                                # CPU._start_segment(t, r, user), inlined
+                                t.remaining = r
+                                t.seg_user = user
+                                ev.softirq_rounds = 0
+                                st = USER if user else KERNEL
+                                old = ev.state
+                                if old != st:
+                                    if ev.m.tracer is None:
+                                        ev.acc[old] += now - ev.since
+                                        ev.state = st
+                                        ev.since = now
+                                    else:
+                                        ev._set_state(st)
+                                ev.seg_start = now
+                                ev.seg_active = True
+                                ev.gen += 1
+                                ev.action = None
+                                ev.m.events += 1
+                                eid = next(ev._eid)
+                                ev.act_eid = eid
+                                heappush(queue, (now + r, NORMAL, eid, ev))
+                            elif r == BLOCKED:
+                                t.state = T_BLOCKED
+                                ev._schedule()
+                            elif r is not _EXITED:
+                                ev._run_ops(t)  # a zero-time step: the op loop goes on
                     else:
                         action()
             elif cls is irq_cls:
@@ -195,6 +201,14 @@ class Env(simpy.Environment):
                     raise exc
             if once:
                 return
+
+
+class _Exited(int):
+    """(Env._loop) The task's script ended: a step result no op handler can return (only
+    this one object is it), below 0 and not BLOCKED."""
+
+
+_EXITED = _Exited(-2)
 
 
 def _no_handler(t: Task, op_type: type) -> ScenarioError:
