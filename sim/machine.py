@@ -2,10 +2,10 @@
 
 Design (why it looks like this):
 
-* Every CPU is a small state machine driven by SimPy timeouts with callbacks rather than a
-  SimPy process per task. A CPU has at most one pending timed *action* (end of a run segment,
-  of an interrupt, of a context switch, of the idle exit); interrupting it bumps a generation
-  number so the stale timeout is ignored when it fires. This keeps the per-event work small
+* Every CPU is a small state machine driven by entries in the event heap (see :class:`Env`)
+  rather than a SimPy process per task. A CPU has at most one pending timed *action* (end of a
+  run segment, of an interrupt, of a context switch, of the idle exit); interrupting it
+  supersedes that entry, which is ignored when it comes up. This keeps the per-event work small
   (see ``benchmarks/engine.py``) and gives exact control over preemption.
 * A task's script yields ops (:mod:`sim.ops`); a handler turns an op into kernel CPU time, an
   immediate result, or a block on a wait queue. ``task.post`` is a continuation run when the
@@ -57,11 +57,13 @@ class Env(simpy.Environment):
     """A SimPy environment whose clock is integer nanoseconds (rcusim never schedules a
     non-integer delay, so ``now`` stays an int).
 
-    The machine's own timed actions (a CPU's end of segment, switch or irq; the tick; a
-    delivered interrupt) are not :class:`simpy.Event` objects: the heap entry carries the
-    object that acts (a :class:`CPU`, an :class:`_Irq`) and :meth:`run`
-    dispatches on its class, so such an event costs one tuple instead of an event, a callback
-    list and a bound method. Entries take their event id from SimPy's counter exactly as
+    The machine's own timed actions (a CPU's end of segment, switch or irq; a delivered
+    interrupt; a :meth:`Machine.call_at` callback) are not :class:`simpy.Event` objects: the
+    heap entry carries the object that acts (a :class:`CPU`, an :class:`_Irq`, a
+    :class:`_Call`) and :meth:`run` dispatches on its class, so such an event costs one tuple
+    instead of an event, a callback list and a bound method. The end of a run segment, the
+    most frequent event, is handled in the loop itself, up to the start of the task's next
+    segment in the usual cases. Entries take their event id from SimPy's counter exactly as
     ``env.schedule`` does, so the order of all events, SimPy's and the machine's, is SimPy's
     ``(time, priority, event id)`` rule unchanged. Everything else (timeouts, processes,
     conditions, ``until``) is SimPy's own behaviour.
