@@ -57,10 +57,10 @@ class Env(simpy.Environment):
     """A SimPy environment whose clock is integer nanoseconds (rcusim never schedules a
     non-integer delay, so ``now`` stays an int).
 
-    The machine's own timed actions (a CPU's end of segment, switch or irq; a delivered
-    interrupt; a :meth:`Machine.call_at` callback) are not :class:`simpy.Event` objects: the
-    heap entry carries the object that acts (a :class:`CPU`, an :class:`_Irq`, a
-    :class:`_Call`) and :meth:`run` dispatches on its class, so such an event costs one tuple
+    The machine's own timed actions (a CPU's end of segment, switch or irq; the tick; a
+    delivered interrupt; a :meth:`Machine.call_at` callback) are not :class:`simpy.Event`
+    objects: the heap entry carries the object that acts (a :class:`CPU`, an :class:`_Irq`, a
+    :class:`_Tick`, a :class:`_Call`) and :meth:`run` dispatches on its class, so such an event costs one tuple
     instead of an event, a callback list and a bound method. The end of a run segment, the
     most frequent event, is handled in the loop itself, up to the start of the task's next
     segment in the usual cases. Entries take their event id from SimPy's counter exactly as
@@ -103,7 +103,7 @@ class Env(simpy.Environment):
     def _loop(self, once: bool) -> None:
         queue: list[Any] = self._queue  # type: ignore[assignment]
         pop = heappop
-        cpu_cls, irq_cls, call_cls, cpuwork_cls = CPU, _Irq, _Call, CpuWork
+        cpu_cls, irq_cls, call_cls, tick_cls, cpuwork_cls = CPU, _Irq, _Call, _Tick, CpuWork
         while True:
             if not queue:
                 raise EmptySchedule
@@ -187,6 +187,8 @@ class Env(simpy.Environment):
                 ev.cpu.raise_irq(ev.cost, ev.fn)
             elif cls is call_cls:
                 ev.fn(*ev.args)
+            elif cls is tick_cls:
+                ev.cpu._tick_event(ev.gen)
             else:
                 # simpy.Environment.step
                 callbacks, ev.callbacks = ev.callbacks, None
@@ -241,23 +243,14 @@ class _Call:
         self.args = args
 
 
-class _Wake(simpy.Event):
-    """An already-triggered event carrying one callback and a value (cheaper than a
-    :class:`simpy.Timeout`; the hottest timed actions skip even this: see :class:`Env`).
+class _Tick:
+    """The heap entry of a CPU's next tick; superseded when the CPU's ``tick_gen`` moved on."""
 
-    Like :class:`simpy.Timeout` it is scheduled as soon as it is made, but it skips the
-    argument checks and the repr bookkeeping; ``value`` carries the CPU's generation number
-    so a superseded action is recognised when it fires.
-    """
+    __slots__ = ("cpu", "gen")
 
-    __slots__ = ()
-
-    def __init__(self, env: simpy.Environment, delay: int, value: int, callback: Callable[[simpy.Event], None]) -> None:
-        self.env = env
-        self.callbacks = [callback]
-        self._value = value
-        self._ok = True
-        env.schedule(self, simpy.core.NORMAL, delay)
+    def __init__(self, cpu: CPU, gen: int) -> None:
+        self.cpu = cpu
+        self.gen = gen
 
 
 NORMAL = simpy.core.NORMAL
@@ -765,10 +758,10 @@ class CPU:
         self.tick_gen += 1
         self.tick_at = at
         self.m.events += 1
-        _Wake(self.env, at - self.env.now, self.tick_gen, self._tick_event)
+        heappush(self._queue, (at, NORMAL, next(self._eid), _Tick(self, self.tick_gen)))
 
-    def _tick_event(self, ev: simpy.Event) -> None:
-        if ev._value != self.tick_gen:  # noqa: SLF001 - superseded
+    def _tick_event(self, gen: int) -> None:
+        if gen != self.tick_gen:  # superseded
             return
         m = self.m
         now = self.env.now
