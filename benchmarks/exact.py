@@ -5,8 +5,8 @@ variants and a trace), then check that a changed engine reproduces them exactly.
     python benchmarks/exact.py check DIR [--quick]    # after it: prints the first difference
 
 Each case is ``rcusim run SCENARIO --set ...`` at the scenario's own seed; the result is
-compared as JSON without ``wall_s``. ``--quick`` runs the two largest stories smaller (netns at
-300 routers, hackbench-rt at 10 groups) so a check takes seconds. The trace case compares the
+compared as JSON without ``wall_s``. ``--quick`` runs the three largest stories smaller (netns at
+300 routers, hackbench-rt at 10 groups, urcu at 2 s) so a check takes about 15 s, not 1-2 min. The trace case compares the
 Chrome trace of a short run byte for byte. Not a test (it runs for a while); the committed
 tests pin exact logs of hand-checked timelines (tests/test_engine_exact.py).
 """
