@@ -2,10 +2,10 @@
 
 Design (why it looks like this):
 
-* Every CPU is a small state machine driven by SimPy timeouts with callbacks rather than a
-  SimPy process per task. A CPU has at most one pending timed *action* (end of a run segment,
-  of an interrupt, of a context switch, of the idle exit); interrupting it bumps a generation
-  number so the stale timeout is ignored when it fires. This keeps the per-event work small
+* Every CPU is a small state machine driven by entries in the event heap (see :class:`Env`)
+  rather than a SimPy process per task. A CPU has at most one pending timed *action* (end of a
+  run segment, of an interrupt, of a context switch, of the idle exit); interrupting it
+  supersedes that entry, which is ignored when it comes up. This keeps the per-event work small
   (see ``benchmarks/engine.py``) and gives exact control over preemption.
 * A task's script yields ops (:mod:`sim.ops`); a handler turns an op into kernel CPU time, an
   immediate result, or a block on a wait queue. ``task.post`` is a continuation run when the
@@ -30,8 +30,8 @@ Time is integer nanoseconds. Nothing here is global: a Machine owns everything i
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable
+from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -58,10 +58,12 @@ class Env(simpy.Environment):
     non-integer delay, so ``now`` stays an int).
 
     The machine's own timed actions (a CPU's end of segment, switch or irq; the tick; a
-    delivered interrupt) are not :class:`simpy.Event` objects: the heap entry carries the
-    object that acts (a :class:`CPU`, an :class:`_Irq`) and :meth:`run`
-    dispatches on its class, so such an event costs one tuple instead of an event, a callback
-    list and a bound method. Entries take their event id from SimPy's counter exactly as
+    delivered interrupt; a :meth:`Machine.call_at` callback) are not :class:`simpy.Event`
+    objects: the heap entry carries the object that acts (a :class:`CPU`, an :class:`_Irq`, a
+    :class:`_Tick`, a :class:`_Call`) and :meth:`run` dispatches on its class, so such an event costs one tuple
+    instead of an event, a callback list and a bound method. The end of a run segment, the
+    most frequent event, is handled in the loop itself, up to the start of the task's next
+    segment in the usual cases. Entries take their event id from SimPy's counter exactly as
     ``env.schedule`` does, so the order of all events, SimPy's and the machine's, is SimPy's
     ``(time, priority, event id)`` rule unchanged. Everything else (timeouts, processes,
     conditions, ``until``) is SimPy's own behaviour.
@@ -100,8 +102,8 @@ class Env(simpy.Environment):
 
     def _loop(self, once: bool) -> None:
         queue: list[Any] = self._queue  # type: ignore[assignment]
-        pop = heapq.heappop
-        cpu_cls, irq_cls = CPU, _Irq
+        pop = heappop
+        cpu_cls, irq_cls, call_cls, tick_cls, cpuwork_cls = CPU, _Irq, _Call, _Tick, CpuWork
         while True:
             if not queue:
                 raise EmptySchedule
@@ -112,10 +114,81 @@ class Env(simpy.Environment):
                 if eid == ev.act_eid:  # else superseded (the CPU was interrupted): ignore
                     ev.act_eid = -1
                     action = ev.action
-                    ev.action = None
-                    action()
+                    if action is None:
+                        # the end of a run segment (inlined here: the hottest event)
+                        t = ev.curr
+                        ev.seg_active = False
+                        ns = t.remaining
+                        t.run_ns += ns
+                        if not t.prio:
+                            t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
+                        t.remaining = 0
+                        if ev.irqs or ev.softirq_pending or ev.need_resched:
+                            ev._dispatch()
+                        else:
+                            # The next step of the task, inlined for its usual outcomes (CPU
+                            # time, or a block); anything else goes on in _run_ops, which
+                            # starts at an op boundary.
+                            post = t.post
+                            if post is not None:
+                                t.post = None
+                                r = post(ev, t)
+                                user = False
+                            else:
+                                try:
+                                    op = t.script.send(t.retval)
+                                except StopIteration:
+                                    ev._exit(t)
+                                    op = None
+                                    r = _EXITED
+                                if op is not None:
+                                    t.retval = None
+                                    op_type = op.__class__
+                                    if op_type is cpuwork_cls:
+                                        r = op.ns  # type: ignore[attr-defined]
+                                        user = op.user  # type: ignore[attr-defined]
+                                    else:
+                                        try:
+                                            h = ev._handlers[op_type]
+                                        except KeyError:
+                                            raise _no_handler(t, op_type) from None
+                                        r = h(ev, t, op)
+                                        user = False
+                            if r > 0:
+                                # CPU._start_segment(t, r, user), inlined
+                                t.remaining = r
+                                t.seg_user = user
+                                ev.softirq_rounds = 0
+                                st = USER if user else KERNEL
+                                old = ev.state
+                                if old != st:
+                                    if ev.m.tracer is None:
+                                        ev.acc[old] += now - ev.since
+                                        ev.state = st
+                                        ev.since = now
+                                    else:
+                                        ev._set_state(st)
+                                ev.seg_start = now
+                                ev.seg_active = True
+                                ev.gen += 1
+                                ev.action = None
+                                ev.m.events += 1
+                                eid = next(ev._eid)
+                                ev.act_eid = eid
+                                heappush(queue, (now + r, NORMAL, eid, ev))
+                            elif r == BLOCKED:
+                                t.state = T_BLOCKED
+                                ev._schedule()
+                            elif r is not _EXITED:
+                                ev._run_ops(t)  # a zero-time step: the op loop goes on
+                    else:
+                        action()
             elif cls is irq_cls:
                 ev.cpu.raise_irq(ev.cost, ev.fn)
+            elif cls is call_cls:
+                ev.fn(*ev.args)
+            elif cls is tick_cls:
+                ev.cpu._tick_event(ev.gen)
             else:
                 # simpy.Environment.step
                 callbacks, ev.callbacks = ev.callbacks, None
@@ -134,6 +207,21 @@ class Env(simpy.Environment):
                 return
 
 
+class _Exited(int):
+    """(Env._loop) The task's script ended: a step result no op handler can return (only
+    this one object is it), below 0 and not BLOCKED."""
+
+
+_EXITED = _Exited(-2)
+
+
+def _no_handler(t: Task, op_type: type) -> ScenarioError:
+    return ScenarioError(
+        f"task {t.name!r} used op {op_type.__name__}, which no installed mechanism handles; "
+        "enable the model that provides it in the scenario's [kernel] section"
+    )
+
+
 class _Irq:
     """The heap entry of an interrupt on its way to a CPU (:meth:`Machine.interrupt`)."""
 
@@ -145,23 +233,24 @@ class _Irq:
         self.fn = fn
 
 
-class _Wake(simpy.Event):
-    """An already-triggered event carrying one callback and a value (cheaper than a
-    :class:`simpy.Timeout`; the hottest timed actions skip even this: see :class:`Env`).
+class _Call:
+    """The heap entry of a bare timed callback (:meth:`Machine.call_at`)."""
 
-    Like :class:`simpy.Timeout` it is scheduled as soon as it is made, but it skips the
-    argument checks and the repr bookkeeping; ``value`` carries the CPU's generation number
-    so a superseded action is recognised when it fires.
-    """
+    __slots__ = ("fn", "args")
 
-    __slots__ = ()
+    def __init__(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+        self.fn = fn
+        self.args = args
 
-    def __init__(self, env: simpy.Environment, delay: int, value: int, callback: Callable[[simpy.Event], None]) -> None:
-        self.env = env
-        self.callbacks = [callback]
-        self._value = value
-        self._ok = True
-        env.schedule(self, simpy.core.NORMAL, delay)
+
+class _Tick:
+    """The heap entry of a CPU's next tick; superseded when the CPU's ``tick_gen`` moved on."""
+
+    __slots__ = ("cpu", "gen")
+
+    def __init__(self, cpu: CPU, gen: int) -> None:
+        self.cpu = cpu
+        self.gen = gen
 
 
 NORMAL = simpy.core.NORMAL
@@ -182,7 +271,7 @@ class CPU:
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "tick_gen", "tick_at", "jiffy_timers",
-        "data", "act_eid", "_queue", "_eid", "_seg_end",
+        "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -223,7 +312,8 @@ class CPU:
         self.act_eid = -1  # event id of the pending timed action (see Env)
         self._queue: list[Any] = self.env._queue  # type: ignore[assignment]
         self._eid = self.env._eid
-        self._seg_end = self._segment_end  # bound once: a segment end allocates nothing
+        self._handlers = machine.handlers  # the same dict: Machine.handle adds to it
+        self._dispatch_b = self._dispatch  # bound once (the action after a switch or an irq)
 
     # ------------------------------------------------------------------ timed actions
     def _after(self, delay: int, action: Callable[[], None]) -> None:
@@ -234,7 +324,7 @@ class CPU:
         self.m.events += 1
         eid = next(self._eid)
         self.act_eid = eid
-        heapq.heappush(self._queue, (self.env._now + delay, NORMAL, eid, self))
+        heappush(self._queue, (self.env._now + delay, NORMAL, eid, self))
 
     def _set_state(self, new: int) -> None:
         now = self.env._now
@@ -286,15 +376,15 @@ class CPU:
         t.cpu = self.index
         t.wait_since = self.env._now
         if t.prio:
-            heapq.heappush(self.rq, (0, -t.prio, seq, t))
+            heappush(self.rq, (0, -t.prio, seq, t))
         else:
-            heapq.heappush(self.rq, (1, t.vruntime, seq, t))
+            heappush(self.rq, (1, t.vruntime, seq, t))
         self.nr_queued += 1
 
     def _pop(self) -> Task | None:
         rq = self.rq
         while rq:
-            _, _, seq, t = heapq.heappop(rq)
+            _, _, seq, t = heappop(rq)
             if seq == t._rq_seq and t.state == RUNNABLE and not t.on_cpu:
                 self.nr_queued -= 1
                 t._rq_seq = 0
@@ -307,7 +397,7 @@ class CPU:
             _, _, seq, t = rq[0]
             if seq == t._rq_seq and t.state == RUNNABLE and not t.on_cpu:
                 return t
-            heapq.heappop(rq)
+            heappop(rq)
         return None
 
     def _steal_candidate(self, dst: int, now: int, respect_hot: bool) -> Task | None:
@@ -350,7 +440,7 @@ class CPU:
         self._start_tick()
         for h in m.idle_exit_hooks:
             h(self)
-        self._after(m.idle_exit_latency(self), self._dispatch)
+        self._after(m.idle_exit_latency(self), self._dispatch_b)
 
     def _run_irqs(self) -> None:
         irqs = self.irqs
@@ -363,7 +453,7 @@ class CPU:
                 extra = fn(self)
                 if extra:
                     total += extra
-        self._after(total, self._dispatch)
+        self._after(total, self._dispatch_b)
 
     def raise_softirq(self, vec: int) -> None:
         """Mark softirq ``vec`` pending on this CPU; it runs at the next interrupt exit or op
@@ -409,7 +499,11 @@ class CPU:
         if self.need_resched and self._preemptible(t):
             self._schedule()
             return
-        self._advance(t)
+        # _advance(t), inlined
+        if t.remaining > 0:
+            self._start_segment(t, t.remaining, t.seg_user)
+        else:
+            self._run_ops(t)
 
     def _preemptible(self, t: Task) -> bool:
         if t.preempt_count:
@@ -429,8 +523,7 @@ class CPU:
 
     def _run_ops(self, t: Task) -> None:
         # The hottest path of the engine, with _start_segment inlined at the end.
-        m = self.m
-        handlers = m.handlers
+        handlers = self._handlers
         spins = 0
         limit = NO_PROGRESS_LIMIT
         while True:
@@ -462,12 +555,10 @@ class CPU:
                         user = op.user  # type: ignore[attr-defined]
                         break
                     continue
-                h = handlers.get(op_type)
-                if h is None:
-                    raise ScenarioError(
-                        f"task {t.name!r} used op {op_type.__name__}, which no installed mechanism handles; "
-                        "enable the model that provides it in the scenario's [kernel] section"
-                    )
+                try:
+                    h = handlers[op_type]
+                except KeyError:
+                    raise _no_handler(t, op_type) from None
                 r = h(self, t, op)
             if r > 0:
                 user = False
@@ -484,17 +575,23 @@ class CPU:
         t.seg_user = user
         self.softirq_rounds = 0
         st = USER if user else KERNEL
-        if self.state != st:
-            self._set_state(st)
         now = self.env._now
+        old = self.state
+        if old != st:
+            if self.m.tracer is None:  # _set_state(st) without a trace, inlined
+                self.acc[old] += now - self.since
+                self.state = st
+                self.since = now
+            else:
+                self._set_state(st)
         self.seg_start = now
         self.seg_active = True
         self.gen += 1
-        self.action = self._seg_end
-        m.events += 1
+        self.action = None  # None: the pending action is this segment's end (see Env._loop)
+        self.m.events += 1
         eid = next(self._eid)
         self.act_eid = eid
-        heapq.heappush(self._queue, (now + r, NORMAL, eid, self))
+        heappush(self._queue, (now + r, NORMAL, eid, self))
 
     def _start_segment(self, t: Task, ns: int, user: bool) -> None:
         t.remaining = ns
@@ -507,24 +604,11 @@ class CPU:
         self.seg_start = now
         self.seg_active = True
         self.gen += 1
-        self.action = self._seg_end
+        self.action = None
         self.m.events += 1
         eid = next(self._eid)
         self.act_eid = eid
-        heapq.heappush(self._queue, (now + ns, NORMAL, eid, self))
-
-    def _segment_end(self) -> None:
-        t: Task = self.curr  # type: ignore[assignment]  # a segment runs only with a task on the CPU
-        self.seg_active = False
-        ns = t.remaining
-        t.run_ns += ns
-        if not t.prio:
-            t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
-        t.remaining = 0
-        if self.irqs or self.softirq_pending or self.need_resched:
-            self._dispatch()
-        else:
-            self._run_ops(t)
+        heappush(self._queue, (now + ns, NORMAL, eid, self))
 
     def _pause(self) -> None:
         t = self.curr
@@ -545,10 +629,20 @@ class CPU:
     def update_min_vruntime(self) -> int:
         """min_vruntime only moves forward (update_min_vruntime in kernel/sched/fair.c); it is
         brought up to date where it is read (placement, migration), not on every charge."""
+        # _peek and curr_vruntime inlined (this runs on every wakeup)
+        rq = self.rq
+        head = None
+        while rq:
+            _, _, seq, h = rq[0]
+            if seq == h._rq_seq and h.state == RUNNABLE and not h.on_cpu:
+                head = h
+                break
+            heappop(rq)
         t = self.curr
-        head = self._peek()
         if t is not None and not t.prio:
-            v = self.curr_vruntime()
+            v = t.vruntime
+            if self.seg_active:
+                v += (self.env._now - self.seg_start) * 1024 // t.weight
             if head is not None and not head.prio and head.vruntime < v:
                 v = head.vruntime
         elif head is not None and not head.prio:
@@ -569,7 +663,16 @@ class CPU:
         if prev is not None and prev.state == RUNNABLE:
             prev.on_cpu = False
             self._enqueue(prev)
-        nxt = self._pop()
+        # _pop, inlined
+        nxt = None
+        rq = self.rq
+        while rq:
+            _, _, seq, q = heappop(rq)
+            if seq == q._rq_seq and q.state == RUNNABLE and not q.on_cpu:
+                self.nr_queued -= 1
+                q._rq_seq = 0
+                nxt = q
+                break
         extra = 0
         if nxt is None:
             nxt = m._newidle_pull(self)
@@ -613,7 +716,7 @@ class CPU:
             nxt.ran_cpu = self.index
         nxt.cpu = self.index
         self.switches += 1
-        self._after(cost, self._dispatch)
+        self._after(cost, self._dispatch_b)
 
     def _dispatch_same(self, t: Task) -> None:
         # The previous task keeps the CPU (it was the best choice after all).
@@ -655,10 +758,10 @@ class CPU:
         self.tick_gen += 1
         self.tick_at = at
         self.m.events += 1
-        _Wake(self.env, at - self.env.now, self.tick_gen, self._tick_event)
+        heappush(self._queue, (at, NORMAL, next(self._eid), _Tick(self, self.tick_gen)))
 
-    def _tick_event(self, ev: simpy.Event) -> None:
-        if ev._value != self.tick_gen:  # noqa: SLF001 - superseded
+    def _tick_event(self, gen: int) -> None:
+        if gen != self.tick_gen:  # superseded
             return
         m = self.m
         now = self.env.now
@@ -843,14 +946,15 @@ class Machine:
     def now(self) -> int:
         return self.env.now
 
-    def call_at(self, delay: int, fn: Callable[..., None], *args: Any) -> simpy.Event:
-        """Call ``fn(*args)`` after ``delay`` ns (a bare timed callback)."""
+    def call_at(self, delay: int, fn: Callable[..., None], *args: Any) -> None:
+        """Call ``fn(*args)`` after ``delay`` ns (a bare timed callback: one heap entry, ordered
+        among all events as a SimPy timeout made now would be)."""
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
         self.events += 1
-        ev = self.env.timeout(delay)
-        ev.callbacks.append(lambda _ev: fn(*args))
-        return ev
+        env = self.env
+        queue: list[Any] = env._queue  # type: ignore[assignment]
+        heappush(queue, (env._now + delay, NORMAL, next(env._eid), _Call(fn, args)))
 
     def interrupt(self, cpu: CPU, cost: int, fn: IrqFn | None = None, delay: int = 0) -> None:
         """Deliver an interrupt to ``cpu`` after ``delay``: ``fn(cpu)`` runs at its arrival and
@@ -858,7 +962,7 @@ class Machine:
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
         self.events += 1
-        heapq.heappush(cpu._queue, (self.env._now + delay, NORMAL, next(cpu._eid), _Irq(cpu, cost, fn)))
+        heappush(cpu._queue, (self.env._now + delay, NORMAL, next(cpu._eid), _Irq(cpu, cost, fn)))
 
     def send_ipi(self, src: CPU | None, dst: CPU, fn: IrqFn | None = None, name: str = "ipi") -> None:
         """An inter-processor interrupt from ``src`` to ``dst`` (arrives after ipi_latency)."""
@@ -926,9 +1030,11 @@ class Machine:
         sent = self._check_preempt(target, t, waker)
         if waker is None:
             return 0
-        cost = self.jit_sched.apply(self.costs.wakeup)
+        apply = self.jit_sched.apply
+        costs = self.costs
+        cost = apply(costs.wakeup)
         if sent:
-            cost += self.jit_sched.apply(self.costs.ipi_send)  # the waker sends the IPI
+            cost += apply(costs.ipi_send)  # the waker sends the IPI
         return cost
 
     def _check_preempt(self, target: CPU, t: Task, waker: CPU | None) -> bool:
@@ -1020,16 +1126,23 @@ class Machine:
                 if cp < t.prio and cp < best_prio:
                     best, best_prio = c, cp
             return best
-        if self.wake_affine_waker and waker is not None and t.allowed(waker.index) and waker.nr_running <= prev.nr_running:
+        aff = t.affinity
+        if (
+            self.wake_affine_waker
+            and waker is not None
+            and (aff is None or waker.index in aff)
+            and waker.nr_queued + (waker.curr is not None) <= prev.nr_queued + (prev.curr is not None)
+        ):
             prev = waker  # 3.x wake_affine: pull the wakee to the (no busier) waking CPU
-        if prev.idle:
+        if prev.curr is None and prev.nr_queued == 0:  # prev.idle
             return prev
+        pi = prev.index
         for k in range(1, n):
-            c = cpus[(prev.index + k) % n]
-            if c.idle and t.allowed(c.index):
+            c = cpus[(pi + k) % n]
+            if c.curr is None and c.nr_queued == 0 and (aff is None or c.index in aff):
                 return c
-        if waker is not None and waker is not prev and t.allowed(waker.index):
-            if waker.nr_running < prev.nr_running:
+        if waker is not None and waker is not prev and (aff is None or waker.index in aff):
+            if waker.nr_queued + (waker.curr is not None) < prev.nr_queued + (prev.curr is not None):
                 return waker
         return prev
 

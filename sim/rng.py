@@ -9,6 +9,7 @@ stably (not Python's salted ``hash``) into the SeedSequence spawn key.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 import numpy as np
 
@@ -46,30 +47,45 @@ class Jitter:
 
     With ``cv == 0`` it is exactly 1 and draws nothing. The lognormal keeps costs positive;
     ``sigma^2 = ln(1 + cv^2)`` and ``mu = -sigma^2 / 2`` give mean 1 and the requested cv.
+
+    ``apply(ns)`` is ``ns`` scaled by the next multiplier, as integer nanoseconds (at least 1
+    if ``ns > 0``). It is a closure stored on the instance, not a method: a call binds nothing
+    and reads no attribute (it runs a few times per simulated event).
     """
 
-    __slots__ = ("_gen", "_sigma", "_mu", "_buf", "_pop", "_off", "cv")
+    __slots__ = ("_gen", "_sigma", "_mu", "_buf", "cv", "apply")
+
+    apply: Callable[[int], int]
 
     def __init__(self, gen: np.random.Generator, cv: float) -> None:
         if cv < 0:
             raise ValueError("cv must be >= 0")
         self._gen = gen
         self.cv = cv
-        self._off = cv == 0.0
         self._sigma = float(np.sqrt(np.log1p(cv * cv)))
         self._mu = -0.5 * self._sigma * self._sigma
         self._buf: list[float] = []
-        self._pop = self._buf.pop  # bound once: the hot path is one call
+        self.apply = _identity if cv == 0.0 else self._make_apply()
 
-    def apply(self, ns: int) -> int:
-        """``ns`` scaled by the next multiplier, as integer nanoseconds (at least 1 if ns > 0)."""
-        if self._off or ns <= 0:
-            return ns
-        try:
-            v = int(ns * self._pop())
-        except IndexError:  # the block is used up: draw the next one into the same list
-            buf = self._buf
-            buf.extend(self._gen.lognormal(self._mu, self._sigma, _BLOCK).tolist())
-            buf.reverse()
-            v = int(ns * self._pop())
-        return v if v > 0 else 1
+    def _make_apply(self) -> Callable[[int], int]:
+        buf = self._buf
+        pop = buf.pop
+        extend, reverse = buf.extend, buf.reverse
+        lognormal, mu, sigma = self._gen.lognormal, self._mu, self._sigma
+
+        def apply(ns: int) -> int:
+            if ns <= 0:
+                return ns
+            try:
+                v = int(ns * pop())
+            except IndexError:  # the block is used up: draw the next one into the same list
+                extend(lognormal(mu, sigma, _BLOCK).tolist())
+                reverse()
+                v = int(ns * pop())
+            return v if v > 0 else 1
+
+        return apply
+
+
+def _identity(ns: int) -> int:
+    return ns

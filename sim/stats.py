@@ -8,7 +8,7 @@ level (queue length, utilisation) in the sense of salabim's ``level=True`` monit
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -45,9 +45,12 @@ class LogHistogram:
     each value as it comes, at a fraction of the cost per value.
     """
 
-    __slots__ = ("_counts", "_n", "_total", "_lo", "_hi", "_pending")
+    __slots__ = ("_counts", "_n", "_total", "_lo", "_hi", "_pending", "add")
 
     _FLUSH = 4096
+
+    add: Callable[[int], None]
+    """Count one value (a closure stored on the instance: a call binds nothing)."""
 
     def __init__(self) -> None:
         self._counts: dict[int, int] = {}
@@ -56,20 +59,28 @@ class LogHistogram:
         self._lo: float = math.inf
         self._hi: float = -math.inf
         self._pending: list[int] = []
+        self.add = self._make_add()
 
-    def add(self, v: int) -> None:
-        if v.__class__ is not int:
-            v = int(v)
-        p = self._pending
-        p.append(v)
-        if len(p) >= self._FLUSH:
-            self._flush()
+    def _make_add(self) -> Callable[[int], None]:
+        pending = self._pending  # the same list for the histogram's life (_flush empties it)
+        append = pending.append
+        flush = self._flush
+        limit = self._FLUSH
+
+        def add(v: int) -> None:
+            if v.__class__ is not int:
+                v = int(v)
+            append(v)
+            if len(pending) >= limit:
+                flush()
+
+        return add
 
     def _flush(self) -> None:
-        p = self._pending
-        if not p:
+        if not self._pending:
             return
-        self._pending = []
+        p = self._pending[:]
+        self._pending.clear()
         lo, hi = min(p), max(p)
         self._n += len(p)
         self._total += sum(p)

@@ -174,3 +174,29 @@ def test_set_prio_boost_requeues_and_preempts():
     run(m, 1 * MS)
     assert order == ["b", "a"]
     assert a.nivcsw == 1
+
+
+def test_machine_events_and_simpy_events_at_one_time_fire_in_creation_order():
+    # call_at, interrupts and SimPy timeouts share SimPy's (time, priority, event id) order:
+    # events due at the same time fire in the order they were made, whatever their kind.
+    m = machine(cpus=1)
+    seen = []
+
+    def irq(tag):
+        def fn(c):
+            seen.append(tag)
+            return 0
+
+        return fn
+
+    m.env.timeout(1000).callbacks.append(lambda _e: seen.append("timeout 1"))
+    m.call_at(1000, seen.append, "call 1")
+    m.interrupt(m.cpus[0], 0, irq("irq 1"), delay=1000)
+    m.env.timeout(1000).callbacks.append(lambda _e: seen.append("timeout 2"))
+    m.call_at(1000, seen.append, "call 2")
+    m.call_at(500, seen.append, "call 0")
+    run(m, 1 * MS)
+    # the interrupt arrives third, but its handler runs when the idle CPU has left idle: an
+    # action the arrival schedules (idle exit of 0 ns here), so after everything made before it
+    assert seen == ["call 0", "timeout 1", "call 1", "timeout 2", "call 2", "irq 1"]
+    assert m.events == 7  # three call_at, the interrupt, its idle exit and irq time, the tick armed on idle exit
