@@ -122,15 +122,30 @@ def _rcu_section(profile: Profile) -> dict[str, Any]:
     return sec
 
 
+def _tool_note(params: Params) -> str:
+    v = params.workload.get("netns", {}).get("tool_work")
+    if v is None:
+        return "tool_work is the workload's prior (no tool_exec in the params)"
+    return f"tool_work {float(v) / 1e3:.0f} us per ip/sysctl run (params [workload.netns])"
+
+
+def _futex_note(params: Params) -> str:
+    v = params.workload.get("pi_futex", {}).get("futex_op")
+    head = "futex_op is the workload's prior (no pi_futex_uncontended in the params)" if v is None else f"futex_op {v} ns"
+    return f"{head}; the rt-mutex pass costs (kernel.locks rt_slowpath, atomic, cacheline) are priors"
+
+
 def netns_rows(
     profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, progress: ProgressFn | None = None
 ) -> list[Row]:
     """The collector's fake-router script (``ip netns add``, two ``ip netns exec``, two ``ip link
     add``; no uuidgen or cut) with the ``netns`` workload on today's namespace paths (``v6``:
     namespace_unlock waits for an expedited grace period), compared with
-    ``items.netns_script.routers_per_s.overall``. The process costs (fork, exec, exit) and
-    ``setup_net`` come from this profile's microbenchmarks; the mount and device costs are the
-    workload's documented estimates and its fit to the netns-2014 story (2014 hardware)."""
+    ``items.netns_script.routers_per_s.overall``. The process costs (fork, exec, exit) come from
+    this profile's microbenchmarks, ``tool_work`` (what an ip or sysctl run costs beyond /bin/true)
+    from its ``tool_exec`` item through the params' ``[workload.netns]`` (the prior when the
+    profile lacks it); ``setup_net``, the mount and device costs are the workload's documented
+    estimates and its fit to the netns-2014 story (2014 hardware)."""
     item = profile.items.get("netns_script")
     if item is None or item.status != "ok":
         return []
@@ -171,7 +186,7 @@ def netns_rows(
             target=TARGET,
             source=f"{profile.source}: items.netns_script.routers_per_s.overall",
             note=f"measured per step (median ms): {per_step}{trend}; {seeds} seeds "
-            f"({min(sims):.3g}..{max(sims):.3g}/s); mount, netdevice and tool costs are estimates "
+            f"({min(sims):.3g}..{max(sims):.3g}/s); {_tool_note(params)}; mount and netdevice costs are estimates "
             "(calibration/fits/netns-2014.toml fits mount_cost on 2014 hardware)",
         )
     ]
@@ -183,8 +198,9 @@ def pi_futex_rows(
     """N threads contending one PI futex (the ``pi_futex`` workload: FUTEX_LOCK_PI /
     FUTEX_UNLOCK_PI over the rt-mutex with today's spinning rules), one row per measured N,
     compared with ``items.pi_futex_handoff.throughput_ops_per_s``. The critical section is the
-    collector's own measurement of it; the futex and rt-mutex path costs are the lock models'
-    priors (nothing is fitted to this item)."""
+    collector's own measurement of it; ``futex_op`` (the futex(2) work around the rt-mutex) comes
+    from the ``pi_futex_uncontended`` item through the params' ``[workload.pi_futex]``; the
+    rt-mutex pass costs are the lock models' priors (nothing is fitted to this item)."""
     item = profile.items.get("pi_futex_handoff")
     if item is None or item.status != "ok":
         return []
@@ -222,7 +238,7 @@ def pi_futex_rows(
                 source=f"{profile.source}: items.pi_futex_handoff.series[{s.label}].throughput_ops_per_s",
                 note=f"handoff latency median: measured {float(np.median(s.samples)) / 1000:.3g} us, simulated "
                 f"{sim_handoff / 1000:.3g} us; simulated sleeps per op {sim_sleeps:.2g}; {seeds} seeds "
-                f"({min(sims):.4g}..{max(sims):.4g} ops/s); futex/rt-mutex path costs are unmeasured priors",
+                f"({min(sims):.4g}..{max(sims):.4g} ops/s); {_futex_note(params)}",
             )
         )
     return rows

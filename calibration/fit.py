@@ -15,6 +15,11 @@ replicate resamples the samples, recomputes every median and the direct estimate
 the fitted parameters by the linearised fit (the Jacobian of the simulated outcomes with
 respect to every parameter, by central differences at the optimum).
 
+Two workload knobs come from component items of the composites, measured on their own
+(:data:`WORKLOAD_DIRECT`: ``tool_work`` of the netns workload from ``tool_exec``, ``futex_op``
+of the pi_futex workload from ``pi_futex_uncontended``); a profile without them keeps the
+knobs' priors, with a warning. They never change a Costs field.
+
 The held-back composite benchmarks (:data:`HELD_BACK`) are never read here: they are what
 ``rcusim validate --profile`` predicts. Parameters no user-space measurement isolates
 (:data:`NOT_MEASURED`) keep their documented defaults and say so.
@@ -70,6 +75,16 @@ QUANTITIES: dict[str, tuple[str, str | None]] = {
     "sleep_1ms": ("sleep_lateness", "1ms"),
     "sleep_100us": ("sleep_lateness", "100us"),
 }
+COMPONENTS: dict[str, tuple[str, str | None]] = {
+    "tool_true": ("tool_exec", "true"),
+    "tool_ip": ("tool_exec", "ip_version"),
+    "tool_sysctl": ("tool_exec", "sysctl_read"),
+    "pi_lock_unlock": ("pi_futex_uncontended", "lock_unlock_pair"),
+    "pi_syscall": ("pi_futex_uncontended", "syscall_baseline"),
+}
+"""Quantities of the composites' component items (collector 0.3.0): optional, they set workload
+knobs (:data:`WORKLOAD_DIRECT`), never a Costs field."""
+
 CROSS_CPU = {
     "stream_cross",
     "wake_remote",
@@ -82,7 +97,7 @@ CROSS_CPU = {
 
 
 def _m(q: str) -> str:
-    item, series = QUANTITIES[q]
+    item, series = QUANTITIES[q] if q in QUANTITIES else COMPONENTS[q]
     return f"{item}.{series}" if series else item
 
 
@@ -208,6 +223,67 @@ NOT_MEASURED: dict[str, str] = {
 
 JITTER_INPUTS = ("pipe_write", "pipe_read")
 
+NETNS_TOOL_RUNS = {"ip": 6, "sysctl": 1}
+"""Tool runs per router of the collector's fake-router script as the ``netns`` workload runs it
+(``steps = "full"``, no helpers): ``ip netns add``, two ``ip netns exec`` (each an ``ip`` that
+execs ``ip link set lo up`` or ``sysctl -w``) and two ``ip link add``: six ``ip`` images, one
+``sysctl`` (models/workloads/netns.py applies ``tool_work`` once per program and once per exec
+of ``ip netns exec``)."""
+
+
+@dataclass(frozen=True)
+class WorkloadDirect:
+    """A workload knob computed from medians of a component item (a ``[workload.KIND]`` entry of
+    the params file); without the item the knob keeps its prior, and the fit report says so."""
+
+    workload: str
+    param: str
+    inputs: tuple[str, ...]
+    formula: str
+    fn: Callable[[Mapping[str, float]], float]
+    missing: str
+
+
+def _tool_work(m: Mapping[str, float]) -> float:
+    n = NETNS_TOOL_RUNS
+    extra = n["ip"] * (m["tool_ip"] - m["tool_true"]) + n["sysctl"] * (m["tool_sysctl"] - m["tool_true"])
+    return extra / (n["ip"] + n["sysctl"])
+
+
+WORKLOAD_DIRECT: tuple[WorkloadDirect, ...] = (
+    WorkloadDirect(
+        "netns",
+        "tool_work",
+        ("tool_ip", "tool_sysctl", "tool_true"),
+        "(6 x (tool_exec.ip_version - tool_exec.true) + 1 x (tool_exec.sysctl_read - tool_exec.true)) / 7 (medians): "
+        "what an ip or sysctl run costs beyond fork + exec + exit of /bin/true (which Costs.fork/exec/exit already "
+        "model), weighted by the script's 6 ip and 1 sysctl images per router",
+        _tool_work,
+        "tool_exec",
+    ),
+    WorkloadDirect(
+        "pi_futex",
+        "futex_op",
+        ("pi_lock_unlock", "pi_syscall"),
+        "pi_futex_uncontended.lock_unlock_pair / 2 - pi_futex_uncontended.syscall_baseline (medians): a FUTEX_LOCK_PI "
+        "or FUTEX_UNLOCK_PI call on an unowned word (hash, hash-bucket lock, cmpxchg of the word; no pi_state, no "
+        "rt-mutex) beyond system call entry and exit",
+        lambda m: m["pi_lock_unlock"] / 2 - m["pi_syscall"],
+        "pi_futex_uncontended",
+    ),
+)
+
+
+def workload_prior(workload: str, param: str) -> float:
+    """The documented default of a workload knob (its prior when no item measures it)."""
+    if workload == "netns":
+        from models.workloads.netns import NetnsConfig
+
+        return float(getattr(NetnsConfig(), param))
+    from models.workloads.pi_futex import PiFutexConfig
+
+    return float(getattr(PiFutexConfig(), param))
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -269,6 +345,11 @@ class Calibration:
     outcomes: list[OutcomeRow]
     warnings: list[str] = field(default_factory=list)
     machine: dict[str, Any] = field(default_factory=dict)
+    workload: dict[str, dict[str, Estimate]] = field(default_factory=dict)
+    """Workload knobs set from component items (:data:`WORKLOAD_DIRECT`): kind -> knob -> estimate."""
+
+    def workload_mapping(self) -> dict[str, dict[str, int]]:
+        return {k: {p: int(round(e.value)) for p, e in v.items()} for k, v in self.workload.items()}
 
     def costs(self) -> Costs:
         """The calibrated costs as a params file holds them (ns rounded, jitter_cv to 3 places)."""
@@ -291,6 +372,7 @@ class Calibration:
             "held_back_items": sorted(HELD_BACK),
             "costs": self.costs_mapping(),
             "parameters": [self.estimates[f.name].to_json() for f in dataclasses.fields(Costs)],
+            "workload": {k: [e.to_json() for e in v.values()] for k, v in self.workload.items()},
             "outcomes": [o.to_json() for o in self.outcomes],
             "warnings": list(self.warnings),
         }
@@ -302,7 +384,7 @@ class Calibration:
 def _samples(profile: Profile, q: str) -> tuple[np.ndarray, float]:
     """The stored samples of quantity ``q`` and the median over *all* samples (the collector
     stores a subsample when there were more than ``max_samples``)."""
-    item, series = QUANTITIES[q]
+    item, series = QUANTITIES[q] if q in QUANTITIES else COMPONENTS[q]
     src = profile.series(item, series) if series else profile.item(item)
     arr = np.asarray(src.samples, dtype=float)
     if arr.size == 0:
@@ -320,7 +402,7 @@ def _needed(cross: bool) -> list[str]:
 
 
 def _available(profile: Profile, q: str) -> bool:
-    item, series = QUANTITIES[q]
+    item, series = QUANTITIES[q] if q in QUANTITIES else COMPONENTS[q]
     it = profile.items.get(item)
     return it is not None and it.status == "ok" and (series is None or it.get_series(series) is not None)
 
@@ -596,6 +678,7 @@ def calibrate(
         sim = mean_over_seeds(replica, costs, target, seeds)
         if q.startswith("sleep"):  # the only kind of check today
             rows.append(OutcomeRow(q, _m(q), med[q] - slack, sim, "check", f"measured median minus timer slack {slack:.0f} ns"))
+    workload = workload_estimates(profile, bootstrap, rng_seed, warnings)
     m = profile.machine
     machine = {
         "host": profile.uname.nodename,
@@ -609,4 +692,60 @@ def calibrate(
         "mode": profile.options.mode,
     }
     step("done", 1.0)
-    return Calibration(profile.source, target, seeds, bootstrap, estimates, rows, warnings, machine)
+    return Calibration(profile.source, target, seeds, bootstrap, estimates, rows, warnings, machine, workload)
+
+
+def workload_estimates(
+    profile: Profile, bootstrap: int = 0, rng_seed: int = 0, warnings: list[str] | None = None
+) -> dict[str, dict[str, Estimate]]:
+    """:data:`WORKLOAD_DIRECT` on ``profile``: each knob from its component item's medians, with a
+    bootstrap interval over that item's stored samples (its own generator, so the Costs intervals
+    do not depend on whether the item is there); the prior, with a warning, when the item is
+    missing or not ok (a profile of an older collector)."""
+    out: dict[str, dict[str, Estimate]] = {}
+    rng = np.random.default_rng([rng_seed, 1])
+    for wd in WORKLOAD_DIRECT:
+        section = out.setdefault(wd.workload, {})
+        if not all(_available(profile, q) for q in wd.inputs):
+            prior = workload_prior(wd.workload, wd.param)
+            why = f"the profile has no usable {wd.missing} item (an older collector)"
+            section[wd.param] = Estimate(
+                wd.param,
+                prior,
+                None,
+                None,
+                "default",
+                f"prior: {why}; the knob keeps its documented default",
+                (),
+                f"collect it: rcusim-collector --items {wd.missing} --out NEW.json, then "
+                "python -m calibration.profile --merge PROFILE NEW.json --out PROFILE",
+            )
+            if warnings is not None:
+                warnings.append(
+                    f"workload.{wd.workload}.{wd.param}: {why}; it keeps its prior {prior:.0f} ns "
+                    f"(collect {wd.missing} and merge it into the profile to measure it)"
+                )
+            continue
+        loaded = {q: _samples(profile, q) for q in wd.inputs}
+        med = {q: m for q, (_, m) in loaded.items()}
+        value = wd.fn(med)
+        lo = hi = None
+        if bootstrap > 0:
+            sub = {q: float(np.median(v)) for q, (v, _) in loaded.items()}
+            draws = [
+                wd.fn(
+                    {
+                        q: med[q] + float(np.median(rng.choice(v, size=v.size, replace=True))) - sub[q]
+                        for q, (v, _) in loaded.items()
+                    }
+                )
+                for _ in range(bootstrap)
+            ]
+            lo, hi = (float(x) for x in np.percentile(draws, [2.5, 97.5]))
+        note = f"{wd.missing} collected {profile.collected(wd.missing)}"
+        if value < 0:
+            if warnings is not None:
+                warnings.append(f"workload.{wd.workload}.{wd.param}: {wd.formula} is negative ({value:.0f} ns); set to 0")
+            value = 0.0
+        section[wd.param] = Estimate(wd.param, value, lo, hi, "direct", wd.formula, tuple(_m(q) for q in wd.inputs), note)
+    return out

@@ -13,8 +13,12 @@ A params file is TOML::
     syscall = { method = "direct", formula = "syscall median", ci95 = [132.1, 132.6] }
 
 Mechanism parameters fitted later go to ``[kernel.NAME]`` tables (e.g. ``[kernel.rcu]``) and are
-merged the same way. :func:`apply_params` merges ``[costs]`` and ``[kernel.*]`` into a scenario
-mapping *before* ``--set`` overrides, so the order is: defaults < scenario file < params < --set.
+merged the same way. Workload knobs measured by a component item (``tool_work`` of the ``netns``
+workload from ``tool_exec``, ``futex_op`` of ``pi_futex`` from ``pi_futex_uncontended``) go to
+``[workload.KIND]`` tables, merged only into a scenario whose ``workload.kind`` is KIND.
+:func:`apply_params` merges ``[costs]``, ``[kernel.*]`` and the matching ``[workload.*]`` into a
+scenario mapping *before* ``--set`` overrides, so the order is: defaults < scenario file <
+params < --set.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from sim.params import Costs
 
 from .fit import HELD_BACK, Calibration
 
-TOP_KEYS = ("calibration", "costs", "kernel", "provenance")
+TOP_KEYS = ("calibration", "costs", "kernel", "workload", "provenance")
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ class Params:
     costs: dict[str, Any]
     kernel: dict[str, Any] = field(default_factory=dict)
     calibration: dict[str, Any] = field(default_factory=dict)
+    workload: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """``[workload.KIND]`` tables: knobs for a scenario whose workload is KIND."""
 
 
 def sibling_params(profile_path: str | Path) -> Path:
@@ -78,7 +84,16 @@ def load_params(path: str | Path) -> Params:
     kernel = data.get("kernel", {})
     if not isinstance(kernel, Mapping) or not all(isinstance(v, Mapping) for v in kernel.values()):
         raise ConfigError(f"{name}: kernel", "expected [kernel.NAME] tables of mechanism parameters")
-    return Params(name, dict(costs), {k: dict(v) for k, v in kernel.items()}, dict(data.get("calibration", {})))
+    workload = data.get("workload", {})
+    if not isinstance(workload, Mapping) or not all(isinstance(v, Mapping) for v in workload.values()):
+        raise ConfigError(f"{name}: workload", "expected [workload.KIND] tables of workload knobs")
+    return Params(
+        name,
+        dict(costs),
+        {k: dict(v) for k, v in kernel.items()},
+        dict(data.get("calibration", {})),
+        {k: dict(v) for k, v in workload.items()},
+    )
 
 
 def apply_params(data: dict[str, Any], params: Params) -> dict[str, Any]:
@@ -96,11 +111,14 @@ def apply_params(data: dict[str, Any], params: Params) -> dict[str, Any]:
             if not isinstance(section, dict):
                 raise ConfigError(f"kernel.{name}", "expected a table")
             section.update(values)
+    wl = data.get("workload")
+    if isinstance(wl, dict) and wl.get("kind") in params.workload:
+        wl.update(params.workload[wl["kind"]])
     return data
 
 
 def params_from_calibration(cal: Calibration, source: str = "calibration") -> Params:
-    return Params(source, dict(cal.costs_mapping()), {}, {"profile": cal.profile_source})
+    return Params(source, dict(cal.costs_mapping()), {}, {"profile": cal.profile_source}, cal.workload_mapping())
 
 
 def _toml_value(v: Any) -> str:
@@ -140,7 +158,8 @@ def params_toml(cal: Calibration, profile_path: str | Path, *, command: str = ""
         f"HZ {m.get('hz')}, preempt {m.get('preempt')}{', virtual machine' if m.get('hypervisor') else ''}",
         f"# collected {m.get('collected')} ({m.get('mode')} mode); fitted with {cal.seeds} seeds, {cal.bootstrap} bootstrap replicates",
         f"# held-back composites never used here: {', '.join(sorted(HELD_BACK))}",
-        "# use: rcusim run SCENARIO --params THIS_FILE   (merged into [costs] before --set)",
+        "# use: rcusim run SCENARIO --params THIS_FILE   (merged into [costs], and [workload.KIND] into a KIND "
+        "workload, before --set)",
         "",
         "[calibration]",
         f"rcusim_version = {_toml_value(version)}",
@@ -161,12 +180,25 @@ def params_toml(cal: Calibration, profile_path: str | Path, *, command: str = ""
         ratio = name == "jitter_cv"
         lines.append(f"# {e.method}: {e.formula}; {_fmt_ci(e.low, e.high, ratio)}")
         lines.append(f"{name} = {_toml_value(value)}")
+    for kind, knobs in cal.workload.items():
+        lines += ["", f"[workload.{kind}]"]
+        for name, e in knobs.items():
+            lines.append(f"# {e.method}: {e.formula}; {_fmt_ci(e.low, e.high, False)}")
+            if e.note:
+                lines.append(f"# {e.note}")
+            lines.append(f"{name} = {_toml_value(int(round(e.value)))}")
     lines += ["", "[provenance.costs]"]
     for name in costs:
         e = cal.estimates[name]
         ci = None if e.low is None else [round(e.low, 3), round(e.high or 0.0, 3)]
         entry = {"method": e.method, "formula": e.formula, "inputs": list(e.inputs), "ci95": ci}
         lines.append(f"{name} = {_toml_value(entry)}")
+    for kind, knobs in cal.workload.items():
+        lines += ["", f"[provenance.workload.{kind}]"]
+        for name, e in knobs.items():
+            ci = None if e.low is None else [round(e.low, 3), round(e.high or 0.0, 3)]
+            entry = {"method": e.method, "formula": e.formula, "inputs": list(e.inputs), "ci95": ci, "note": e.note}
+            lines.append(f"{name} = {_toml_value(entry)}")
     return "\n".join(lines) + "\n"
 
 

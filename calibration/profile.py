@@ -24,6 +24,12 @@ The JSON Schema of the current version is committed as ``calibration/schema/prof
 
 Unknown extra fields are kept (the collector may add measurements within a version); an
 incompatible change bumps ``schema_version`` and adds an upgrade step here.
+
+Items from a later run: :func:`merge_items` adds the items of a second collector run (e.g. a
+newer collector's new items, ``rcusim-collector --items ...``) to a profile without re-collecting
+the rest, and records that run (its own start time, load, command line) in ``item_runs``;
+:meth:`Profile.run_of` says which run an item comes from. Command line:
+``python -m calibration.profile --merge BASE.json NEW.json --out OUT.json``.
 """
 
 from __future__ import annotations
@@ -235,8 +241,29 @@ class Load(_Open):
     nice: int | None = None
 
 
+class ItemRun(_Open):
+    """A later collector run whose items :func:`merge_items` added to the profile: the header of
+    that run (the profile's own header describes the run of every other item)."""
+
+    items: list[str]
+    collector: CollectorInfo
+    command_line: list[str]
+    start_time: str
+    end_time: str | None = None
+    duration_s: NonNegative | None = None
+    root: bool | None = None
+    options: Options | None = None
+    load: Load | None = None
+    warnings: list[str] = Field(default_factory=list)
+    settings_changed: list[SettingChange] = Field(default_factory=list)
+    kernel_release: str
+    nodename: str
+    merged: str = Field(default="", description="how the items were added (command, UTC time)")
+
+
 class Profile(_Open):
-    """One collector run: header, machine facts, items."""
+    """One collector run: header, machine facts, items (and ``item_runs``: the runs of items
+    added later, see :func:`merge_items`)."""
 
     schema_version: Literal[1]
     kind: Literal["rcusim-profile"]
@@ -254,6 +281,7 @@ class Profile(_Open):
     machine: Machine
     items: dict[str, Item]
     load: Load | None = None
+    item_runs: list[ItemRun] = Field(default_factory=list)
 
     _source: str = PrivateAttr(default="profile")
     _upgraded_from: int | None = PrivateAttr(default=None)
@@ -302,6 +330,23 @@ class Profile(_Open):
         return "cfs"
 
     # -- items
+    def run_of(self, name: str) -> ItemRun | None:
+        """The later run item ``name`` was added from, or None when it comes from the profile's own
+        run (the last merge wins when an item was merged twice)."""
+        for run in reversed(self.item_runs):
+            if name in run.items:
+                return run
+        return None
+
+    def collected(self, name: str) -> str:
+        """When and under what load item ``name`` was measured, for notes: ``"2026-... (load 0.05)"``."""
+        run = self.run_of(name)
+        start = run.start_time if run is not None else self.start_time
+        load = run.load if run is not None else self.load
+        share = load.other_cpu_share if load is not None else None
+        other = f", other CPU share {share:.2f}" if share is not None else ""
+        return f"{'later run ' if run is not None else ''}{start}{other}"
+
     def item(self, name: str, *, need_ok: bool = True) -> Item:
         """The item ``name``; ConfigError naming it if absent or (with ``need_ok``) not ok."""
         it = self.items.get(name)
@@ -518,6 +563,104 @@ def default_profile() -> Profile:
     return load_profile(DEFAULT_PROFILE)
 
 
+# ------------------------------------------------------------------ merging a later run
+
+
+def dumps(raw: Any) -> str:
+    """``raw`` as the collector writes JSON (util_json.c ``jv_write``): two-space indentation,
+    arrays of scalars (or of arrays of at most 4 scalars) on one line, numbers as ``%.12g``.
+    A profile the collector wrote comes back byte for byte."""
+    out: list[str] = []
+    _dump(raw, 0, out)
+    return "".join(out) + "\n"
+
+
+def _dump(v: Any, depth: int, out: list[str]) -> None:
+    if v is None:
+        out.append("null")
+    elif isinstance(v, bool):
+        out.append("true" if v else "false")
+    elif isinstance(v, int):
+        out.append(str(v))
+    elif isinstance(v, float):
+        out.append("null" if not math.isfinite(v) else "0" if v == 0 else f"{v:.12g}")
+    elif isinstance(v, str):
+        out.append(json.dumps(v, ensure_ascii=False))
+    elif isinstance(v, list):
+        flat = all(not isinstance(x, (list, dict)) or (isinstance(x, list) and len(x) <= 4) for x in v)
+        out.append("[")
+        for i, x in enumerate(v):
+            if i:
+                out.append(", " if flat else ",")
+            if not flat:
+                out.append("\n" + "  " * (depth + 1))
+            _dump(x, depth + 1, out)
+        if not flat and v:
+            out.append("\n" + "  " * depth)
+        out.append("]")
+    elif isinstance(v, Mapping):
+        out.append("{")
+        for i, (k, x) in enumerate(v.items()):
+            if i:
+                out.append(",")
+            out.append("\n" + "  " * (depth + 1) + json.dumps(str(k), ensure_ascii=False) + ": ")
+            _dump(x, depth + 1, out)
+        if v:
+            out.append("\n" + "  " * depth)
+        out.append("}")
+    else:
+        raise TypeError(f"cannot write {type(v).__name__} as JSON")
+
+
+def merge_items(base: Mapping[str, Any], new: Mapping[str, Any], *, merged: str = "") -> dict[str, Any]:
+    """``base`` with every item of ``new`` (a later collector run on the same machine, e.g. with
+    ``--items``) added or replaced, and ``new``'s header recorded in ``item_runs``. Both are raw
+    profile mappings; both are validated, and they must come from the same host, kernel and CPUs
+    (ConfigError naming the field otherwise). ``merged`` says how (command, time)."""
+    a = validate_profile(base, "base profile")
+    b = validate_profile(new, "new profile")
+    checks = (
+        ("uname.nodename", a.uname.nodename, b.uname.nodename),
+        ("machine.kernel_release", a.machine.kernel_release, b.machine.kernel_release),
+        ("machine.cpus_allowed.cpus", a.machine.cpus_allowed.cpus, b.machine.cpus_allowed.cpus),
+    )
+    for where, x, y in checks:
+        if x != y:
+            raise ConfigError(
+                f"new profile: {where}",
+                f"is {y!r}, the base profile's is {x!r}",
+                "merge only runs of the same machine, kernel and CPUs",
+            )
+    if b.item_runs:
+        raise ConfigError("new profile: item_runs", "is not empty", "merge a profile written by the collector itself")
+    names = list(new["items"])
+    if not names:
+        raise ConfigError("new profile: items", "is empty", "collect the items to add: rcusim-collector --items a,b --out NEW")
+    out = dict(base)
+    items = dict(out["items"])
+    for name in names:
+        items[name] = new["items"][name]
+    out["items"] = items
+    run: dict[str, Any] = {"items": names}
+    for key in ("collector", "command_line", "start_time", "end_time", "duration_s", "root", "options", "load", "warnings"):
+        if key in new:
+            run[key] = new[key]
+    run["settings_changed"] = new.get("settings_changed", [])
+    run["kernel_release"] = b.machine.kernel_release
+    run["nodename"] = b.uname.nodename
+    run["merged"] = merged
+    earlier = [r for r in out.get("item_runs", []) if isinstance(r, Mapping)]
+    # an item merged again leaves the earlier run's list
+    kept = []
+    for r in earlier:
+        left = [n for n in r.get("items", []) if n not in names]
+        if left:
+            kept.append({**r, "items": left})
+    out["item_runs"] = [*kept, run]
+    validate_profile(out, "merged profile")
+    return out
+
+
 # ------------------------------------------------------------------ JSON Schema
 
 
@@ -546,7 +689,25 @@ def main(argv: list[str] | None = None) -> int:
     if args == ["--print-schema"]:
         sys.stdout.write(schema_text())
         return 0
-    sys.stderr.write("usage: python -m calibration.profile --write-schema | --print-schema\n")
+    if len(args) == 5 and args[0] == "--merge" and args[3] == "--out":
+        import time
+
+        base_path, new_path, out_path = args[1], args[2], args[4]
+        try:
+            base = json.loads(Path(base_path).read_text(encoding="utf-8"))
+            new = json.loads(Path(new_path).read_text(encoding="utf-8"))
+            load_profile(base_path)
+            load_profile(new_path)
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            merged = merge_items(base, new, merged=f"python -m calibration.profile --merge {' '.join(args[1:])} ({stamp})")
+        except ConfigError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return 2
+        Path(out_path).write_text(dumps(merged), encoding="utf-8")
+        return 0
+    sys.stderr.write(
+        "usage: python -m calibration.profile --write-schema | --print-schema | --merge BASE.json NEW.json --out OUT.json\n"
+    )
     return 2
 
 

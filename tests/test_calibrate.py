@@ -16,6 +16,7 @@ from calibration.microbench import Target, pingpong, sleep_lateness, spawn_wait,
 from calibration.params import load_params, params_toml
 from calibration.profile import DEFAULT_PARAMS, DEFAULT_PROFILE, load_profile, validate_profile
 from sim.config import from_mapping
+from sim.errors import ConfigError
 from sim.params import Costs
 from tests.helpers import ZERO_COSTS
 
@@ -194,3 +195,67 @@ def test_validate_profile_rows_follow_the_contract(capsys):
         assert r["unit"] == "ops/s" and "items.pi_futex_handoff.series[" in r["source"]
         label = r["config"].split(":")[0]
         assert r["reference"] == pytest.approx((item.throughput_ops_per_s or {})[label])
+
+
+# ------------------------------------------------------------------ component items -> workload knobs
+
+
+def test_workload_knobs_follow_their_formulas(profile, cal):
+    tool = cal.workload["netns"]["tool_work"]
+    true, ip, sysctl = (med(profile, "tool_exec", s) for s in ("true", "ip_version", "sysctl_read"))
+    assert tool.method == "direct"
+    assert tool.value == pytest.approx((6 * (ip - true) + (sysctl - true)) / 7)
+    assert tool.low is not None and tool.low <= tool.value <= tool.high
+    op = cal.workload["pi_futex"]["futex_op"]
+    pair, base = (
+        med(profile, "pi_futex_uncontended", "lock_unlock_pair"),
+        med(profile, "pi_futex_uncontended", "syscall_baseline"),
+    )
+    assert op.method == "direct" and op.value == pytest.approx(pair / 2 - base)
+    assert "later run" in tool.note  # the items were merged from a later collector run
+
+
+def test_profile_without_component_items_keeps_the_priors_and_says_so(profile):
+    raw = json.loads(DEFAULT_PROFILE.read_text())
+    old = copy.deepcopy(raw)
+    for name in ("tool_exec", "pi_futex_uncontended"):
+        old["items"].pop(name)
+    old.pop("item_runs", None)
+    a = fit.calibrate(profile, seeds=1, bootstrap=0)
+    b = fit.calibrate(validate_profile(old, "old"), seeds=1, bootstrap=0)
+    assert a.costs_mapping() == b.costs_mapping()  # the component items set no Costs field
+    tool = b.workload["netns"]["tool_work"]
+    assert tool.method == "default" and tool.value == fit.workload_prior("netns", "tool_work")
+    assert "prior" in tool.formula and "tool_exec" in tool.formula
+    assert b.workload["pi_futex"]["futex_op"].value == fit.workload_prior("pi_futex", "futex_op")
+    assert sum("keeps its prior" in w for w in b.warnings) == 2
+    assert not any("keeps its prior" in w for w in a.warnings)
+
+
+def test_params_workload_tables_round_trip_and_apply_to_their_kind_only(cal, tmp_path):
+    from calibration.params import apply_params
+
+    f = tmp_path / "p.toml"
+    f.write_text(params_toml(cal, DEFAULT_PROFILE, command="test", version="0"))
+    params = load_params(f)
+    assert params.workload == cal.workload_mapping()
+    doc = tomllib.loads(f.read_text())
+    assert doc["provenance"]["workload"]["netns"]["tool_work"]["method"] == "direct"
+    netns = apply_params({"workload": {"kind": "netns", "tool_work": 1}}, params)
+    assert netns["workload"]["tool_work"] == cal.workload_mapping()["netns"]["tool_work"]
+    other = apply_params({"workload": {"kind": "messaging", "groups": 1}}, params)
+    assert other["workload"] == {"kind": "messaging", "groups": 1}
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[workload]\nnetns = 3\n")
+    with pytest.raises(ConfigError, match="workload: expected"):
+        load_params(bad)
+
+
+def test_bundled_params_hold_the_measured_workload_knobs(profile):
+    params = load_params(DEFAULT_PARAMS)
+    now = fit.workload_estimates(profile)
+    assert params.workload == {k: {p: int(round(e.value)) for p, e in v.items()} for k, v in now.items()}
+    from models.workloads.pi_futex import PiFutexConfig
+
+    # the pi_futex workload runs only the collector's composite: its default is this machine's
+    assert PiFutexConfig().futex_op == params.workload["pi_futex"]["futex_op"]

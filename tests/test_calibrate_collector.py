@@ -106,3 +106,34 @@ def test_collect_verb_runs_validates_and_writes(collector, tmp_path, capsys):  #
     assert list(prof.items) == ["syscall", "timerfd_arm_cancel"]
     rc = main(["collect", "--items", "syscall,nope", "--collector", str(collector), "--out", str(out)])
     assert rc == 2 and "--items: unknown item 'nope'" in capsys.readouterr().err
+
+
+def test_component_items_quick_run_validates(collector, tmp_path):  # noqa: F811
+    out = tmp_path / "p.json"
+    items = "tool_exec,pi_futex_uncontended"
+    res = subprocess.run([collector, "--quick", "--items", items, "--out", out], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    prof = load_profile(out)
+    assert list(prof.items) == ["tool_exec", "pi_futex_uncontended"]
+    tools = prof.items["tool_exec"]
+    if all(shutil.which(t) for t in ("ip", "sysctl", "true")):
+        assert tools.status == "ok", tools.reason
+        series = {s.label: s for s in tools.series or ()}
+        assert set(series) == {"true", "ip_version", "sysctl_read"}
+        assert series["ip_version"].params["command"][1:] == ["-V"]
+        assert all(s.samples_total == tools.params["rounds"] for s in series.values())
+        assert tools.samples == series["ip_version"].samples
+    else:
+        assert tools.status == "skipped" and "not found" in (tools.reason or "")
+    pi = prof.item("pi_futex_uncontended")
+    assert {s.label for s in pi.series or ()} == {"lock_unlock_pair", "syscall_baseline", "trylock_owned"}
+    assert pi.samples_total == pi.params["batches"]
+    assert all(s.samples_total == pi.params["batches"] for s in pi.series or ())
+
+
+def test_component_items_run_without_root(collector):  # noqa: F811
+    res = _run_unprivileged(collector, ["--quick", "--items", "tool_exec,pi_futex_uncontended"])
+    assert res.returncode == 0, res.stderr
+    prof = json.loads(res.stdout)
+    assert prof["items"]["pi_futex_uncontended"]["status"] == "ok"
+    assert prof["items"]["tool_exec"]["status"] in ("ok", "skipped")

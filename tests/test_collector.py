@@ -103,6 +103,8 @@ def test_build_and_cli_basics(collector):
         "timerfd_arm_cancel",
         "sleep_lateness",
         "netns_create",
+        "tool_exec",
+        "pi_futex_uncontended",
     } <= set(names)
     assert subprocess.run([collector, "--help"], capture_output=True, timeout=30).returncode == 0
     for bad in (["--bogus"], ["--items", "nope"], ["--items"], ["--max-samples", "x"], ["stray"]):

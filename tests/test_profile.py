@@ -219,3 +219,57 @@ def test_run_with_profile_uses_its_params_file(tmp_path, capsys):
     rc, out, err = cli(["run", "messaging-demo", "--json", "--profile", str(DEFAULT_PROFILE), *SMALL], capsys)
     assert rc == 0, err
     assert json.loads(out)["params"]["costs"] == load_params(DEFAULT_PARAMS).costs
+
+
+# ------------------------------------------------------------------ items from a later run
+
+
+def test_collector_style_dump_reproduces_the_bundled_file_byte_for_byte():
+    from calibration.profile import dumps
+
+    text = DEFAULT_PROFILE.read_text()
+    assert dumps(json.loads(text)) == text
+
+
+def test_merge_adds_items_and_records_the_later_run(raw):
+    from calibration.profile import merge_items
+
+    base = small(raw)
+    base.pop("item_runs", None)
+    new = small(raw, ("fork_exec",))
+    new.pop("item_runs", None)
+    new["start_time"] = "2030-01-01T00:00:00Z"
+    new["load"] = {"other_cpu_share": 0.25}
+    merged = validate_profile(merge_items(base, new, merged="test"), "m")
+    assert list(merged.items) == ["syscall", "context_switch", "fork_exec"]
+    run = merged.run_of("fork_exec")
+    assert run is not None and run.start_time == "2030-01-01T00:00:00Z" and run.merged == "test"
+    assert merged.run_of("syscall") is None
+    assert merged.collected("fork_exec") == "later run 2030-01-01T00:00:00Z, other CPU share 0.25"
+    # merging the item again moves it to the newer run
+    again = validate_profile(merge_items(merge_items(base, new), new), "m2")
+    assert [r.items for r in again.item_runs] == [["fork_exec"]]
+
+
+def test_merge_refuses_another_machine(raw):
+    from calibration.profile import merge_items
+
+    base, new = small(raw), small(raw, ("fork_exec",))
+    base.pop("item_runs", None)
+    new.pop("item_runs", None)
+    new["uname"] = {**new["uname"], "nodename": "elsewhere"}
+    with pytest.raises(ConfigError, match="new profile: uname.nodename: is 'elsewhere'"):
+        merge_items(base, new)
+    new["uname"] = dict(base["uname"])
+    new["machine"] = {**new["machine"], "kernel_release": "1.0"}
+    with pytest.raises(ConfigError, match="new profile: machine.kernel_release"):
+        merge_items(base, new)
+
+
+def test_profile_of_an_older_collector_without_the_component_items_loads(raw):
+    old = copy.deepcopy(raw)
+    for name in ("tool_exec", "pi_futex_uncontended"):
+        old["items"].pop(name)
+    old.pop("item_runs")
+    prof = validate_profile(old, "old")
+    assert prof.item_runs == [] and "tool_exec" not in prof.items

@@ -60,6 +60,10 @@ def print_report(cal: Calibration, out: Any) -> None:
     for name, e in cal.estimates.items():
         ci = "-" if e.low is None else f"{_fmt(name, e.low)}..{_fmt(name, e.high)}"
         t.add_row(name, _fmt(name, e.value), ci, e.method, e.formula)
+    for kind, knobs in cal.workload.items():
+        for name, e in knobs.items():
+            ci = "-" if e.low is None else f"{_fmt(name, e.low)}..{_fmt(name, e.high)}"
+            t.add_row(f"workload.{kind}.{name}", _fmt(name, e.value), ci, e.method, e.formula)
     con.print(t)
     o = Table(title="microbenchmarks: measured median vs simulated (fitted anchors and checks)", title_justify="left")
     for col in ("outcome", "item", "measured ns", "simulated ns", "error", "role", "note"):

@@ -32,6 +32,8 @@ static const struct item_def items[] = {
 	{"gp_cpu_offline", "grace-period latency with cpu1 offline (--modify-system)", item_gp_cpu_offline},
 	{"pipe_costs", "single pipe write()/read() calls, and a write() that wakes a remote reader", item_pipe_costs},
 	{"irq_cost", "interruption gaps of a user-mode spinner: tick, IPI, hrtimer", item_irq_cost},
+	{"tool_exec", "fork + exec + waitpid of ip -V and sysctl -n against /bin/true, ns", item_tool_exec},
+	{"pi_futex_uncontended", "FUTEX_LOCK_PI + FUTEX_UNLOCK_PI syscalls on an unowned word; trylock of an owned one", item_pi_futex_uncontended},
 	{"messaging", "composite: perf bench sched messaging style groups over pipes, total time", item_messaging},
 	{"netns_script", "composite (root): the netns-2014 fake-router script with ip/sysctl, per router", item_netns_script},
 };

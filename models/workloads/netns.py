@@ -136,10 +136,13 @@ class NetnsConfig:
     )
     tool_work: int = knob(
         50 * US,
-        doc="user-mode work of one small tool run (ip parsing and netlink, sysctl, cut, uuidgen)",
+        doc="what one small tool run (ip, sysctl, cut, uuidgen) costs beyond fork + exec + exit of a minimal program: "
+        "loading its libraries, start-up, parsing, tearing down its larger address space",
         unit="ns",
         min=0,
-        source="estimate",
+        source="estimate for the netns-2014 story's 2014 machine (its fit, calibration/fits/netns-2014.toml, assumes it); "
+        "on a profiled machine rcusim calibrate measures it from the collector's tool_exec item (ip -V and sysctl -n "
+        "against /bin/true, calibration/fit.py WORKLOAD_DIRECT) into the params' [workload.netns]",
     )
     callbacks_at_exec: int = knob(
         1, doc="call_rcu per exec (put_cred_rcu of the old credentials)", min=0, max=1000, source="kernel/cred.c commit_creds"

@@ -46,11 +46,14 @@ class PiFutexConfig:
     duration: int = knob(100 * MS, doc="measured span", unit="ns", min=1, source="collector runs 2 s; a rate")
     warmup: int = knob(5 * MS, doc="span before the measurement starts", unit="ns", min=0, source="engine choice")
     futex_op: int = knob(
-        150,
+        139,
         doc="futex(2) work besides entry/exit and the rt-mutex: hashing the word, the hash-bucket lock, the pi_state lookup",
         unit="ns",
         min=0,
-        source="the estimate of kernel.membarrier.futex_op (models/sync/config.py); not measured",
+        source="dev-machine profile (calibration/profiles/default.json): pi_futex_uncontended lock_unlock_pair / 2 - "
+        "syscall_baseline (medians; FUTEX_LOCK_PI / FUTEX_UNLOCK_PI on an unowned word, which reaches no pi_state: the "
+        "pi_state lookup of a contended call is not in it); rcusim calibrate measures it per profile into "
+        "[workload.pi_futex] (calibration/fit.py WORKLOAD_DIRECT). Prior before the measurement: 150 ns",
     )
 
 
