@@ -1,5 +1,6 @@
 """``hackbench N`` as it runs: N groups of 20 receivers and 20 senders (processes) exchanging
-100-byte messages over AF_UNIX stream socketpairs, with the kernel locks each message takes.
+100-byte messages over AF_UNIX stream socketpairs (or pipes, ``hackbench -pipe``: :class:`Pipe`),
+with the kernel locks each message takes.
 
 Structure (hackbench.c, Rusty Russell 2001 / Ingo Molnar 2007; ``perf bench sched messaging``):
 per group one ``socketpair(AF_UNIX, SOCK_STREAM)`` per receiver; the receiver reads end B, and
@@ -87,7 +88,7 @@ DEFAULT_LOOPS = 100  # hackbench.c
 
 @dataclass(frozen=True)
 class HackbenchConfig:
-    """``hackbench GROUPS`` over sockets in process mode, and the costs of its kernel path."""
+    """``hackbench GROUPS`` over sockets or pipes in process mode, and the costs of its kernel path."""
 
     groups: int = knob(10, doc="hackbench's N: groups of fds receivers and fds senders", min=1, max=1000, source="hackbench.c")
     fds: int = knob(20, doc="receivers (and senders) per group", min=1, max=200, source="hackbench.c num_fds")
@@ -315,7 +316,7 @@ class Pipe:
 
 
 class Hackbench:
-    """One run of hackbench.c (process mode, sockets) on a machine with the lock models
+    """One run of hackbench.c (process mode, sockets or pipes) on a machine with the lock models
     installed: the parent, the receivers and senders of every group, their socket pairs and
     the two slab caches their skbs come from."""
 
