@@ -150,6 +150,10 @@ scheduler and the locks produce, not from a speed factor per policy.
         "Run `strict`, then `lateral`, then `adaptive` and compare the time per hackbench 50.",
         "Switch `preempt_rt` off with `preempt = voluntary` (the vanilla kernel) for the reference point.",
         "Look at the lock counters: `locks.sleeps`, `locks.steals`, `locks.spins`; where do the convoys form?",
+        "Open the timeline with `strict`: the lock rows show who owns each lock and, in the pending-owner colour, "
+        "how long a lock stays reserved for a woken task that has not run yet. Then switch to `lateral`.",
+        "Switch `transport` to `pipe` (hackbench -pipe): no skb, so no per-CPU slab lock, and the pipe's mutex "
+        "is an rt_mutex that rt7 never lets anyone steal laterally.",
         "Use A/B mode with several seeds to see whether the policy's effect is larger than the noise.",
         "Set `groups` to 50 and `loops` to 10 for the story's full size (about 30 s of computing).",
     ),
@@ -161,6 +165,7 @@ scheduler and the locks produce, not from a speed factor per policy.
         "machine.cpus",
         "workload.groups",
         "workload.loops",
+        "workload.transport",
     ),
     metrics=("time_s_at_100_loops", "time_s", "locks.contended", "locks.sleeps", "locks.steals", "locks.spins"),
     quick={"hackbench-rt-2008": {"workload.groups": 10, "workload.loops": 5}},

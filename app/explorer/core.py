@@ -693,15 +693,51 @@ def default_window_us(doc: Mapping[str, Any], length_us: float = 20_000.0) -> tu
     return start, min(hi, start + length_us) if hi > start else start + length_us
 
 
+LOCK_TRACK_PREFIX = "lock "  # models/locks names a lock's ownership track "lock <lock name>"
+LOCK_KINDS = {"lock": "lock owner", "lock_pending": "lock pending owner"}
+
+
+def lock_tracks(doc: Mapping[str, Any]) -> list[str]:
+    """The lock-ownership tracks of a trace (one per lock that was taken while tracing)."""
+    return [tr.name for tr in trace_tracks(doc) if tr.pid == MODEL_PID and tr.name.startswith(LOCK_TRACK_PREFIX)]
+
+
+def busiest_lock_tracks(doc: Mapping[str, Any], t0_us: float, t1_us: float, n: int = 6) -> list[str]:
+    """The ``n`` lock tracks most worth showing in the window [t0, t1]: most time reserved for
+    a pending owner first (the strict-handoff convoy), then most time owned."""
+    label = {(tr.pid, tr.tid): tr.name for tr in trace_tracks(doc)}
+    score: dict[str, list[float]] = {}
+    for e in doc["traceEvents"]:
+        cat = e.get("cat")
+        if e.get("ph") != "X" or e.get("pid") != MODEL_PID or cat not in LOCK_KINDS:
+            continue
+        ts = e["ts"]
+        end = ts + e.get("dur", 0.0)
+        if end < t0_us or ts > t1_us:
+            continue
+        row = label.get((MODEL_PID, e.get("tid", 0)), "")
+        s = score.setdefault(row, [0.0, 0.0])
+        s[0 if cat == "lock_pending" else 1] += min(end, t1_us) - max(ts, t0_us)
+    return [r for r, _ in sorted(score.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))[:n]]
+
+
 def timeline_rows(
-    doc: Mapping[str, Any], t0_us: float, t1_us: float, tasks: Iterable[str] = (), max_spans: int = 6000
+    doc: Mapping[str, Any],
+    t0_us: float,
+    t1_us: float,
+    tasks: Iterable[str] = (),
+    max_spans: int = 6000,
+    locks: Iterable[str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], bool]:
     """The spans and instants of the window [t0, t1] (ms on the axis), one row per track:
     every CPU, then each task of ``tasks`` (its spans gathered from all CPUs, e.g. the rcuo
-    kthreads), then every model track (grace periods, timers, locks...). Returns (spans,
-    instants, truncated)."""
+    kthreads), then every model track (grace periods, timers, locks...). A hackbench run has
+    thousands of locks: with ``locks`` given, only those lock tracks are kept (kind "lock
+    owner" from acquisition to release, "lock pending owner" from a handoff until the woken
+    owner runs). Returns (spans, instants, truncated)."""
     label = {(tr.pid, tr.tid): tr.name for tr in trace_tracks(doc)}
     follow = set(tasks)
+    keep_locks = None if locks is None else set(locks)
     spans: list[dict[str, Any]] = []
     instants: list[dict[str, Any]] = []
     truncated = False
@@ -714,12 +750,14 @@ def timeline_rows(
         if end < t0_us or ts > t1_us:
             continue
         row = label.get((e.get("pid", 0), e.get("tid", 0)), f"track {e.get('tid')}")
+        if keep_locks is not None and row.startswith(LOCK_TRACK_PREFIX) and row not in keep_locks:
+            continue
         if ph == "i":
             if len(instants) < max_spans:
                 instants.append({"row": row, "t_ms": ts / 1000.0, "name": str(e.get("name", ""))})
             continue
         cat = str(e.get("cat", ""))
-        kind = "model" if e.get("pid") == MODEL_PID else cat
+        kind = (LOCK_KINDS.get(cat, "model")) if e.get("pid") == MODEL_PID else cat
         rec = {
             "row": row,
             "start_ms": max(ts, t0_us) / 1000.0,
@@ -754,13 +792,36 @@ def row_order(rows: Iterable[str]) -> list[str]:
 
 def model_span_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Durations (ms) of every span on a model track (grace periods, lock holds...): the
-    distributions the timeline's tracks summarise."""
+    distributions the timeline's tracks summarise. Lock spans are grouped by lock class and
+    kind ("lock owner unix_state", "lock pending owner slab"), not by lock."""
     label = {(tr.pid, tr.tid): tr.name for tr in trace_tracks(doc)}
-    return [
-        {"track": label.get((e.get("pid", 0), e.get("tid", 0)), "?"), "dur_ms": e.get("dur", 0.0) / 1000.0}
-        for e in doc["traceEvents"]
-        if e.get("ph") == "X" and e.get("pid") == MODEL_PID
-    ]
+    rows = []
+    for e in doc["traceEvents"]:
+        if e.get("ph") != "X" or e.get("pid") != MODEL_PID:
+            continue
+        kind = LOCK_KINDS.get(str(e.get("cat", "")))
+        if kind is not None:
+            track = f"{kind} {(e.get('args') or {}).get('class', '?')}"
+        else:
+            track = label.get((e.get("pid", 0), e.get("tid", 0)), "?")
+        rows.append({"track": track, "dur_ms": e.get("dur", 0.0) / 1000.0})
+    return rows
+
+
+def model_span_histogram(doc: Mapping[str, Any], bins: int = 40) -> list[dict[str, Any]]:
+    """:func:`model_span_rows` binned here (a hackbench trace has hundreds of thousands of
+    lock spans, too many to send to the browser): per track, the count of spans whose
+    duration falls in each of ``bins`` equal bins over the whole range."""
+    rows = model_span_rows(doc)
+    if not rows:
+        return []
+    hi = max(r["dur_ms"] for r in rows)
+    width = hi / bins if hi > 0 else 1.0
+    counts: dict[tuple[str, int], int] = {}
+    for r in rows:
+        b = min(bins - 1, int(r["dur_ms"] / width))
+        counts[(r["track"], b)] = counts.get((r["track"], b), 0) + 1
+    return [{"track": tr, "from_ms": b * width, "to_ms": (b + 1) * width, "spans": n} for (tr, b), n in sorted(counts.items())]
 
 
 # ---------------------------------------------------------------------------------- profiles

@@ -484,7 +484,16 @@ def timeline(prefix: str, run: Mapping[str, Any]) -> None:
     follow = c3.multiselect("tasks to follow (rows of their own)", names, default=core.kthread_names(doc)[:8], key=k + "|tasks")
     t0 = start * 1000.0
     t1 = t0 + length * 1000.0
-    spans, instants, truncated = core.timeline_rows(doc, t0, t1, follow)
+    shown_locks = None
+    if core.lock_tracks(doc):
+        in_window = core.busiest_lock_tracks(doc, t0, t1, n=1000)
+        shown_locks = st.multiselect(
+            "locks to show (who owns each lock; the busiest in the window first, pending-owner time first)",
+            in_window,
+            default=in_window[:6],
+            key=k + f"|locks|{start}|{length}",
+        )
+    spans, instants, truncated = core.timeline_rows(doc, t0, t1, follow, locks=shown_locks)
     if not spans:
         st.caption("Nothing ran in this window.")
         return
@@ -521,17 +530,19 @@ def timeline(prefix: str, run: Mapping[str, Any]) -> None:
     st.altair_chart(chart, width="stretch")
     if truncated:
         st.caption("Only the first spans of this window are drawn: shorten the window to see everything.")
-    spans_all = core.model_span_rows(doc)
+    spans_all = core.model_span_histogram(doc)
     if spans_all:
         sdf = _frame(spans_all)
-        st.markdown("**Distribution of model spans** (e.g. grace-period lengths) over the whole trace")
+        st.markdown("**Distribution of model spans** (grace-period lengths, lock ownership by lock class) over the whole trace")
         hist = (
             alt.Chart(sdf)
             .mark_bar()
             .encode(
-                x=alt.X("dur_ms:Q", bin=alt.Bin(maxbins=40), title="duration (ms)"),
-                y=alt.Y("count():Q", title="spans"),
+                x=alt.X("from_ms:Q", title="duration (ms)"),
+                x2="to_ms:Q",
+                y=alt.Y("sum(spans):Q", title="spans"),
                 color=alt.Color("track:N"),
+                tooltip=["track", alt.Tooltip("from_ms:Q", format=".4g"), alt.Tooltip("to_ms:Q", format=".4g"), "spans"],
             )
             .properties(height=200)
         )

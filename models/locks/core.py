@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from sim.ops import BLOCKED, Op
 from sim.task import BLOCKED as T_BLOCKED
+from sim.trace import MODEL_PID
 from sim.units import US
 
 from .config import LocksConfig
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from sim.task import Task
 
 SPIN_QUANTUM = 100 * US
+LOCK_TRACK_SORT = 2000  # lock tracks sort after the CPUs' and the grace periods' in a trace
 
 HoldFn = Callable[["CPU", "Task"], int]
 
@@ -128,7 +130,7 @@ def _held(t: Task) -> list[KernelLock]:
 class KernelLock:
     """Base of the lock implementations: an owner, counters, and the model's services."""
 
-    __slots__ = ("model", "name", "stats", "owner")
+    __slots__ = ("model", "name", "stats", "owner", "since", "track", "idx")
     kind = "lock"
 
     def __init__(self, model: LockModel, name: str, stats: LockClassStats) -> None:
@@ -136,6 +138,9 @@ class KernelLock:
         self.name = name
         self.stats = stats
         self.owner: Task | None = None
+        self.since = 0  # when the current owner (or pending owner) got the lock, if tracing
+        self.track = 0  # its trace track, made on first use
+        self.idx = len(model.locks)  # creation order: the tracks' order
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -150,16 +155,34 @@ class KernelLock:
         self.owner = t
         self.stats.c[ACQUIRED] += 1
         _held(t).append(self)
-        log = self.model.log
+        m = self.model
+        log = m.log
         if log is not None:
-            log.append(("acquire", self.model.m.now, self.name, t.tid, how))
+            log.append(("acquire", m.m.now, self.name, t.tid, how))
+        if m.m.tracer is not None:
+            self.since = m.m.now
 
     def _dropped(self, t: Task) -> None:
         held = t.data["held"]
         held.remove(self)
-        log = self.model.log
+        m = self.model
+        log = m.log
         if log is not None:
-            log.append(("release", self.model.m.now, self.name, t.tid, ""))
+            log.append(("release", m.m.now, self.name, t.tid, ""))
+        if m.m.tracer is not None:
+            self._trace_span(t.name, "lock")
+
+    def _trace_span(self, name: str, cat: str) -> None:
+        """The ownership span that ends now on this lock's track: ``cat`` "lock" from the
+        acquisition (or the pending owner taking it) to the release, "lock_pending" from a
+        handoff to the pending owner running (or being robbed). Only called when tracing."""
+        tracer = self.model.m.tracer
+        assert tracer is not None
+        if not self.track:
+            self.track = tracer.track(f"lock {self.name}", sort=LOCK_TRACK_SORT + self.idx)
+        now = self.model.m.now
+        tracer.span(self.track, name, self.since, now, pid=MODEL_PID, cat=cat, args={"class": self.stats.name})
+        self.since = now
 
     def _start_spin(self, t: Task, spinners: list[Task], delay: int) -> None:
         d = t.data
@@ -352,6 +375,8 @@ class RtMutex(KernelLock):
             log = m.log
             if log is not None:
                 log.append(("acquire", m.m.now, self.name, t.tid, "pending"))
+            if m.m.tracer is not None:
+                self._trace_span(f"pending {t.name}", "lock_pending")
             self.stats.c[ACQUIRED] += 1
             return True
         if not self._stealable(t, o):
@@ -367,6 +392,7 @@ class RtMutex(KernelLock):
         tracer = m.m.tracer
         if tracer is not None:
             tracer.instant(m.m.cpus[t.cpu].tid, f"steal {self.name}", m.m.now)
+            self._trace_span(f"pending {o.name} (robbed by {t.name})", "lock_pending")
         o.data["held"].remove(self)
         self.pending = False
         if self.queued(t):
@@ -464,6 +490,8 @@ class RtMutex(KernelLock):
         w.data["granted"] = True
         w.data["grant_t"] = m.m.now
         _held(w).append(self)
+        if m.m.tracer is not None:
+            self.since = m.m.now  # the pending-owner interval starts
         self.stats.c[HANDOFFS] += 1
         log = m.log
         if log is not None:

@@ -1,5 +1,6 @@
 """``hackbench N`` as it runs: N groups of 20 receivers and 20 senders (processes) exchanging
-100-byte messages over AF_UNIX stream socketpairs, with the kernel locks each message takes.
+100-byte messages over AF_UNIX stream socketpairs (or pipes, ``hackbench -pipe``: :class:`Pipe`),
+with the kernel locks each message takes.
 
 Structure (hackbench.c, Rusty Russell 2001 / Ingo Molnar 2007; ``perf bench sched messaging``):
 per group one ``socketpair(AF_UNIX, SOCK_STREAM)`` per receiver; the receiver reads end B, and
@@ -29,9 +30,17 @@ dnotify_parent) and which locks are modelled as locks:
   prepare_to_wait/finish_wait and a sender's wake_up when the receiver sleeps; and of A's
   ``sk_sleep`` for senders that wait for send-buffer space and the receiver that wakes them.
 * ``slab`` = the -rt per-CPU slab lock (DEFINE_PER_CPU_LOCKED ``slab_irq_locks``, a sleeping
-  spinlock_t taken on the CPU the task runs on) around the two slab allocations of the skb and
-  the two frees; in vanilla the same sections run with interrupts off, which is a per-CPU
-  spinning section that never contends.
+  spinlock_t taken on the CPU the task runs on), taken once **per slab call**: an skb is two
+  objects, so a message takes it four times. ``__alloc_skb`` (net/core/skbuff.c) calls
+  ``kmem_cache_alloc_node(skbuff_head_cache)`` and then ``kmalloc_node_track_caller`` for the
+  data; ``__kfree_skb`` runs the destructor (sock_wfree), then ``skb_release_data`` ->
+  ``kfree(skb->head)`` and ``kfree_skbmem`` -> ``kmem_cache_free(skbuff_head_cache)``; each of
+  these slab entry points brackets its work with ``slab_irq_save``/``slab_irq_restore``
+  (mm/slab.c of the -rt patch: get/put_cpu_var_locked(slab_irq_locks)), so the lock is
+  released and taken again between the two objects. Under strict handoff that matters: a
+  releaser that finds waiters makes the first one pending owner and, a few instructions later,
+  asks for the same lock again and must queue behind it. In vanilla the same sections run with
+  interrupts off, a per-CPU spinning section that never contends.
 
 * ``slab_list_lock`` = ``l3->list_lock`` of the two slab caches an skb uses
   (skbuff_head_cache, and the kmalloc cache of its data), one per cache on a non-NUMA machine:
@@ -79,14 +88,17 @@ DEFAULT_LOOPS = 100  # hackbench.c
 
 @dataclass(frozen=True)
 class HackbenchConfig:
-    """``hackbench GROUPS`` over sockets in process mode, and the costs of its kernel path."""
+    """``hackbench GROUPS`` over sockets or pipes in process mode, and the costs of its kernel path."""
 
     groups: int = knob(10, doc="hackbench's N: groups of fds receivers and fds senders", min=1, max=1000, source="hackbench.c")
     fds: int = knob(20, doc="receivers (and senders) per group", min=1, max=200, source="hackbench.c num_fds")
     loops: int = knob(DEFAULT_LOOPS, doc="rounds each sender writes to every receiver", min=1, max=100_000, source="hackbench.c")
     message_bytes: int = knob(100, doc="bytes per message", min=1, max=4096, source="hackbench.c DATASIZE")
-    transport: Literal["socket"] = knob(
-        "socket", doc="socketpair(AF_UNIX, SOCK_STREAM) (hackbench's default; -pipe is not modelled)", source="hackbench.c"
+    transport: Literal["socket", "pipe"] = knob(
+        "socket",
+        doc="socketpair(AF_UNIX, SOCK_STREAM) (hackbench's default) or pipe() (hackbench -pipe: the pipe's i_mutex "
+        "and wait queue instead of the socket locks, no skb and so no slab lock)",
+        source="hackbench.c; fs/pipe.c (2.6.24)",
     )
     mode: Literal["process"] = knob(
         "process", doc="children are processes (hackbench's default; thread mode is not modelled)", source="hackbench.c"
@@ -113,7 +125,13 @@ class HackbenchConfig:
         source="include/linux/skbuff.h (2.6.24, x86_64; size unverified)",
     )
     send_entry: int = knob(150, doc="write(): vfs_write, unix_stream_sendmsg prologue, scm_send", unit="ns", min=0, source=PATH)
-    slab_alloc: int = knob(100, doc="the skb's two slab allocations from the CPU's arrays", unit="ns", min=0, source=PATH)
+    slab_alloc: int = knob(
+        100,
+        doc="the skb's two slab allocations from the CPU's arrays (half under each of the two slab-lock sections)",
+        unit="ns",
+        min=0,
+        source=PATH,
+    )
     slab_batch_object: int = knob(
         10,
         doc="moving one object between a CPU's array and its cache under l3->list_lock (refill or flush)",
@@ -132,7 +150,13 @@ class HackbenchConfig:
     dequeue: int = knob(40, doc="skb_dequeue under unix_state_lock", unit="ns", min=0, source=PATH)
     copy_out: int = knob(100, doc="copying the message to user space, credentials", unit="ns", min=0, source=PATH)
     write_space: int = knob(40, doc="sock_wfree and unix_write_space", unit="ns", min=0, source=PATH)
-    slab_free: int = knob(80, doc="the skb's two slab frees into the CPU's arrays", unit="ns", min=0, source=PATH)
+    slab_free: int = knob(
+        80,
+        doc="the skb's two slab frees into the CPU's arrays (half under each of the two slab-lock sections)",
+        unit="ns",
+        min=0,
+        source=PATH,
+    )
     recv_exit: int = knob(80, doc="readlock unlock, fsnotify_access, return", unit="ns", min=0, source=PATH)
     wait_queue: int = knob(
         60, doc="prepare_to_wait or finish_wait, or a wake_up's walk, under the wait-queue lock", unit="ns", min=0, source=PATH
@@ -231,8 +255,68 @@ class UnixPair:
         self.wq_lock_a = locks.new_lock("spinlock", f"{name}.A.wq_lock", "wq_lock")
 
 
+PIPE_BUFFERS = 16  # include/linux/pipe_fs_i.h (2.6.24): pages a pipe holds
+PAGE_SIZE = 4096
+
+
+class PipeWait:
+    """A wait queue used with prepare_to_wait / schedule / finish_wait (kernel/wait.c): a task
+    joins under the queue's lock, drops its other locks, then sleeps unless a wake_up removed it
+    meanwhile; every wake_up wakes every waiter (none is exclusive here)."""
+
+    __slots__ = ("m", "waiting", "blocked")
+
+    def __init__(self, m: Machine) -> None:
+        self.m = m
+        self.waiting: dict[Task, None] = {}  # on the list (prepare_to_wait), in arrival order
+        self.blocked: set[Task] = set()  # ... and asleep in schedule()
+
+    def prepare(self, t: Task) -> None:
+        self.waiting[t] = None
+
+    def finish(self, t: Task) -> None:
+        self.waiting.pop(t, None)
+
+    def sleep(self, t: Task) -> int:
+        if t not in self.waiting:  # woken since prepare_to_wait
+            return 0
+        self.blocked.add(t)
+        return BLOCKED
+
+    def wake_all(self, cpu: CPU) -> int:
+        """__wake_up_common with autoremove_wake_function: take every waiter off the list."""
+        cost = 0
+        for t in list(self.waiting):
+            del self.waiting[t]
+            if t in self.blocked:
+                self.blocked.discard(t)
+                cost += self.m.wake(t, cpu)
+        return cost
+
+
+class Pipe:
+    """One pipe used one way: the group's senders write, one receiver reads (fs/pipe.c of 2.6.24,
+    pipe_write / pipe_read / pipe_wait). Both ends are files on the same pipefs dentry, so the
+    senders and the receiver share its ``d_lock`` (fsnotify after every read and write)."""
+
+    __slots__ = ("bufs", "msgs", "wait", "receiver", "mutex", "wq_lock", "d_lock", "per_page")
+
+    def __init__(self, m: Machine, locks: LockModel, name: str, message_bytes: int) -> None:
+        self.bufs: list[int] = []  # messages in each page buffer, oldest first
+        self.msgs: list[int] = []  # send times, a FIFO
+        self.wait = PipeWait(m)  # pipe->wait: readers and writers alike
+        self.receiver: Task | None = None
+        self.per_page = max(1, PAGE_SIZE // message_bytes)  # a small write merges into the last page if it fits
+        self.mutex = locks.new_lock("mutex", f"{name}.i_mutex", "pipe_mutex")
+        self.wq_lock = locks.new_lock("spinlock", f"{name}.pipe_wait", "wq_lock")
+        self.d_lock = locks.new_lock("spinlock", f"{name}.d_lock", "d_lock")
+
+    def has_room(self) -> bool:
+        return bool(self.bufs and self.bufs[-1] < self.per_page) or len(self.bufs) < PIPE_BUFFERS
+
+
 class Hackbench:
-    """One run of hackbench.c (process mode, sockets) on a machine with the lock models
+    """One run of hackbench.c (process mode, sockets or pipes) on a machine with the lock models
     installed: the parent, the receivers and senders of every group, their socket pairs and
     the two slab caches their skbs come from."""
 
@@ -249,7 +333,11 @@ class Hackbench:
         self.started = False
         self.children: list[Task] = []
         self.busy0 = self.busy1 = 0
-        self.pairs = [[UnixPair(m, locks, f"g{g}r{r}") for r in range(cfg.fds)] for g in range(cfg.groups)]
+        pipe = cfg.transport == "pipe"
+        self.pairs = [] if pipe else [[UnixPair(m, locks, f"g{g}r{r}") for r in range(cfg.fds)] for g in range(cfg.groups)]
+        self.pipes = (
+            [[Pipe(m, locks, f"g{g}r{r}", cfg.message_bytes) for r in range(cfg.fds)] for g in range(cfg.groups)] if pipe else []
+        )
         self.slab: PerCpuLock = locks.new_percpu_lock("spinlock", "slab", "slab")
         self.slab_cpu = {lk: i for i, lk in enumerate(self.slab.locks)}
         ncpu = len(m.cpus)
@@ -284,9 +372,11 @@ class Hackbench:
         kids = []
         for g in range(cfg.groups):
             for r in range(cfg.fds):
-                kids.append((yield Spawn(self._receiver(self.pairs[g][r]), f"recv-g{g}-{r}", wait=False, exec=False)))
+                rscript = self._pipe_receiver(self.pipes[g][r]) if self.pipes else self._receiver(self.pairs[g][r])
+                kids.append((yield Spawn(rscript, f"recv-g{g}-{r}", wait=False, exec=False)))
             for s in range(cfg.fds):
-                kids.append((yield Spawn(self._sender(self.pairs[g]), f"send-g{g}-{s}", wait=False, exec=False)))
+                sscript = self._pipe_sender(self.pipes[g]) if self.pipes else self._sender(self.pairs[g])
+                kids.append((yield Spawn(sscript, f"send-g{g}-{s}", wait=False, exec=False)))
         self.children = kids
         yield Call(self._release)
         for k in kids:
@@ -306,9 +396,9 @@ class Hackbench:
         readable_ns, dn_ns, exit_ns, wq_ns = sc(cfg.readable), sc(cfg.dnotify), sc(cfg.send_exit), sc(cfg.wait_queue)
 
         def per_pair(p: UnixPair) -> tuple[Any, ...]:
-            def charge(cpu: CPU, t: Task) -> int:  # skb_set_owner_w
+            def charge(cpu: CPU, t: Task) -> int:  # skb_set_owner_w, after the two allocations
                 p.wmem += truesize
-                return alloc_ns
+                return copy_ns
 
             def queue_tail(cpu: CPU, t: Task) -> int:
                 p.queue.append(m.now)
@@ -334,8 +424,7 @@ class Hackbench:
                 Lock(p.wq_lock_a, wq_ns),
                 Unlock(p.wq_lock_a),
                 Call(wait_wmem),
-                Lock(slab, charge),
-                Unlock(slab, copy_ns),
+                Call(charge),
                 Lock(p.state_lock, queue_tail),
                 Unlock(p.state_lock),
                 Lock(p.callback_lock, readable_ns),
@@ -347,28 +436,31 @@ class Hackbench:
             )
 
         plan = [(p, per_pair(p)) for p in pairs]
-        slab_cpu, caches, batch_ops = self.slab_cpu, self.caches, self.batch_ops
+        slab_cpu, batch_ops = self.slab_cpu, self.batch_ops
+        halves = (alloc_ns // 2, alloc_ns - alloc_ns // 2)
+        slab_ops = [(c, Lock(slab, h), Unlock(slab)) for c, h in zip(self.caches, halves, strict=True)]
 
         def script(task: Task) -> Script:
             yield Call(self._wait_start)
             for _ in range(cfg.loops):
                 for p, ops in plan:
-                    wq_l, wq_u, wait, slab_l, slab_u, st_l, st_u, cb_l, wb_l, wb_u, cb_u, d_l, d_u = ops
+                    wq_l, wq_u, wait, charge_op, st_l, st_u, cb_l, wb_l, wb_u, cb_u, d_l, d_u = ops
                     yield entry
                     while p.wmem >= sndbuf:  # sock_alloc_send_pskb: no room, wait on A's sk_sleep
                         yield wq_l
                         yield wq_u
                         yield wait
-                    yield slab_l
-                    x = slab_cpu[slab.held[task.tid]]
-                    for c in caches:  # ____cache_alloc: refill an empty array first
-                        if not c.avail[x]:
+                    for c, slab_l, slab_u in slab_ops:  # __alloc_skb: the head, then the data, one slab call each
+                        yield slab_l
+                        x = slab_cpu[slab.held[task.tid]]
+                        if not c.avail[x]:  # ____cache_alloc: refill an empty array first
                             lk, ulk = batch_ops[c]
                             yield lk
                             c.refill(x)
                             yield ulk
                         c.avail[x] -= 1
-                    yield slab_u
+                        yield slab_u
+                    yield charge_op
                     yield st_l
                     yield st_u
                     yield cb_l
@@ -431,8 +523,11 @@ class Hackbench:
         wb_prep, wb_fin, wb_u = Lock(p.wq_lock_b, prepare), Lock(p.wq_lock_b, finish), Unlock(p.wq_lock_b)
         op_sleep = Call(sleep)
         wa_l, wa_u = Lock(p.wq_lock_a, wake_senders), Unlock(p.wq_lock_a)
-        slab_l, slab_u = Lock(slab, free_ns), Unlock(slab, exit_ns)
-        slab_cpu, caches, batch_ops = self.slab_cpu, self.caches, self.batch_ops
+        exit_op = CpuWork(exit_ns, user=False)
+        slab_cpu, batch_ops = self.slab_cpu, self.batch_ops
+        halves = (free_ns // 2, free_ns - free_ns // 2)
+        # skb_release_data frees the data first, kfree_skbmem the head after it
+        free_ops = [(c, Lock(slab, h), Unlock(slab)) for c, h in zip(reversed(self.caches), halves, strict=True)]
 
         def script(task: Task) -> Script:
             p.receiver = task
@@ -462,16 +557,183 @@ class Hackbench:
                 if p.senders_wq.waiters and p.wmem * 4 <= sndbuf:  # unix_writable and waitqueue_active
                     yield wa_l
                     yield wa_u
-                yield slab_l
-                x = slab_cpu[slab.held[task.tid]]
-                for c in caches:  # __cache_free: flush a full array first
-                    if c.avail[x] >= c.limit:
+                for c, slab_l, slab_u in free_ops:  # __kfree_skb: kfree(data), then kmem_cache_free(head)
+                    yield slab_l
+                    x = slab_cpu[slab.held[task.tid]]
+                    if c.avail[x] >= c.limit:  # __cache_free: flush a full array first
                         lk, ulk = batch_ops[c]
                         yield lk
                         c.flush(x)
                         yield ulk
                     c.avail[x] += 1
-                yield slab_u
+                    yield slab_u
+                yield exit_op
+
+        return script
+
+    # -- pipes (hackbench -pipe)
+    def _pipe_sender(self, pipes: list[Pipe]):  # type: ignore[no-untyped-def]
+        """pipe_write: under the pipe's i_mutex, merge the message into the last page or start a
+        new one; if all PIPE_BUFFERS pages are full, pipe_wait (prepare_to_wait, drop the mutex,
+        sleep, finish_wait, take it again). After the mutex, wake_up_interruptible_sync of
+        pipe->wait (its lock is taken after every write, waiters or not), then vfs_write's
+        fsnotify_modify (the dentry lock)."""
+        cfg, m = self.cfg, self.m
+        sc = cfg.scaled
+        entry = CpuWork(m.costs.syscall + sc(cfg.send_entry), user=False)
+        copy_ns, tail_ns, dn_ns, exit_ns, wq_ns = (
+            sc(cfg.copy_in),
+            sc(cfg.queue_tail),
+            sc(cfg.dnotify),
+            sc(cfg.send_exit),
+            sc(cfg.wait_queue),
+        )
+
+        def per_pipe(p: Pipe) -> tuple[Any, ...]:
+            wrote = [False]
+
+            def write(cpu: CPU, t: Task) -> int:  # under i_mutex: copy into a page buffer
+                if not p.has_room():
+                    wrote[0] = False
+                    return 0
+                if p.bufs and p.bufs[-1] < p.per_page:
+                    p.bufs[-1] += 1
+                else:
+                    p.bufs.append(1)
+                p.msgs.append(m.now)
+                wrote[0] = True
+                return copy_ns + tail_ns
+
+            def prepare(cpu: CPU, t: Task) -> int:
+                p.wait.prepare(t)
+                return wq_ns
+
+            def finish(cpu: CPU, t: Task) -> int:
+                p.wait.finish(t)
+                return wq_ns
+
+            def wake(cpu: CPU, t: Task) -> int:
+                return wq_ns + p.wait.wake_all(cpu)
+
+            ops = (
+                Lock(p.mutex, write),
+                Lock(p.wq_lock, prepare),
+                Unlock(p.wq_lock),
+                Unlock(p.mutex),
+                Call(lambda cpu, t: p.wait.sleep(t)),
+                Lock(p.wq_lock, finish),
+                Lock(p.mutex),
+                Call(write),
+                Lock(p.wq_lock, wake),
+                Lock(p.d_lock, dn_ns),
+                Unlock(p.d_lock, exit_ns),
+            )
+            return ops, wrote
+
+        plan = [per_pipe(p) for p in pipes]
+
+        def script(task: Task) -> Script:
+            yield Call(self._wait_start)
+            for _ in range(cfg.loops):
+                for ops, wrote in plan:
+                    lock_write, wq_prep, wq_u, mu_u, sleep, wq_fin, mu_l, retry, wq_wake, d_l, d_u = ops
+                    yield entry
+                    yield lock_write
+                    while not wrote[0]:  # full: pipe_wait
+                        yield wq_prep
+                        yield wq_u
+                        yield mu_u
+                        yield sleep
+                        yield wq_fin
+                        yield wq_u
+                        yield mu_l
+                        yield retry
+                    yield mu_u
+                    yield wq_wake  # do_wakeup
+                    yield wq_u
+                    yield d_l
+                    yield d_u
+
+        return script
+
+    def _pipe_receiver(self, p: Pipe):  # type: ignore[no-untyped-def]
+        """pipe_read of one message under the i_mutex; an emptied page is released (do_wakeup);
+        an empty pipe means pipe_wait (waking writers first if a page was freed). After the
+        mutex, wake_up_interruptible_sync if a page was freed, then fsnotify_access."""
+        cfg, m = self.cfg, self.m
+        sc = cfg.scaled
+        n = cfg.fds * cfg.loops
+        entry = CpuWork(m.costs.syscall + sc(cfg.recv_entry), user=False)
+        dq_ns, copy_ns, dn_ns, exit_ns, wq_ns = (
+            sc(cfg.dequeue),
+            sc(cfg.copy_out),
+            sc(cfg.dnotify),
+            sc(cfg.recv_exit),
+            sc(cfg.wait_queue),
+        )
+        got = [False]
+        freed = [False]
+
+        def read(cpu: CPU, t: Task) -> int:
+            if not p.bufs:
+                got[0] = False
+                return 0
+            self.latency_hist.add(m.now - p.msgs.pop(0))
+            p.bufs[0] -= 1
+            if not p.bufs[0]:  # anon_pipe_buf_release: the page goes back (tmp_page)
+                p.bufs.pop(0)
+                freed[0] = True
+            self.delivered += 1
+            got[0] = True
+            return dq_ns + copy_ns
+
+        def prepare(cpu: CPU, t: Task) -> int:
+            p.wait.prepare(t)
+            return wq_ns
+
+        def finish(cpu: CPU, t: Task) -> int:
+            p.wait.finish(t)
+            return wq_ns
+
+        def wake(cpu: CPU, t: Task) -> int:
+            freed[0] = False
+            return wq_ns + p.wait.wake_all(cpu)
+
+        lock_read, retry = Lock(p.mutex, read), Call(read)
+        mu_l, mu_u = Lock(p.mutex), Unlock(p.mutex)
+        wq_prep, wq_fin, wq_wake, wq_u = (
+            Lock(p.wq_lock, prepare),
+            Lock(p.wq_lock, finish),
+            Lock(p.wq_lock, wake),
+            Unlock(p.wq_lock),
+        )
+        sleep = Call(lambda cpu, t: p.wait.sleep(t))
+        d_l, d_u = Lock(p.d_lock, dn_ns), Unlock(p.d_lock, exit_ns)
+
+        def script(task: Task) -> Script:
+            p.receiver = task
+            yield Call(self._wait_start)
+            for _ in range(n):
+                yield entry
+                yield lock_read
+                while not got[0]:  # empty: pipe_wait
+                    if freed[0]:
+                        yield wq_wake
+                        yield wq_u
+                    yield wq_prep
+                    yield wq_u
+                    yield mu_u
+                    yield sleep
+                    yield wq_fin
+                    yield wq_u
+                    yield mu_l
+                    yield retry
+                yield mu_u
+                if freed[0]:
+                    yield wq_wake
+                    yield wq_u
+                yield d_l
+                yield d_u
 
         return script
 
