@@ -134,13 +134,21 @@ class Env(simpy.Environment):
                                 t.post = None
                                 r = post(ev, t)
                                 user = False
-                            else:
+                                if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
+                                    # an op boundary with nothing pending: _run_ops's first
+                                    # step, inlined (the next op)
+                                    post = None
+                            if post is None:
                                 try:
                                     op = t.script.send(t.retval)
                                 except StopIteration:
-                                    ev._exit(t)
-                                    op = None
-                                    r = _EXITED
+                                    op = t.on_end
+                                    if op is None:
+                                        ev._exit(t)
+                                        r = _EXITED
+                                    else:
+                                        t.on_end = None
+                                        op = op()
                                 if op is not None:
                                     t.retval = None
                                     op_type = op.__class__
@@ -545,8 +553,12 @@ class CPU:
                 try:
                     op = t.script.send(t.retval)
                 except StopIteration:
-                    self._exit(t)
-                    return
+                    end = t.on_end
+                    if end is None:
+                        self._exit(t)
+                        return
+                    t.on_end = None
+                    op = end()
                 t.retval = None
                 op_type = type(op)
                 if op_type is CpuWork:
@@ -1349,12 +1361,25 @@ class Machine:
         return self.jit_sched.apply(self.costs.fork)
 
     def _process(self, task: Task, script: ScriptFactory, exec_: bool) -> Script:
-        """A user process: (exec,) the program, exit."""
+        """A user process: (exec,) the program, exit.
+
+        As ``yield from script(task)`` followed by the exit's CPU time, without the cost of
+        delegating every step: once the program's generator exists it becomes the task's
+        script (the engine sends to it directly), and ``task.on_end`` gives the exit's step
+        when it ends (drawn at that moment, as the delegating version did)."""
         costs = self.costs
+        jit = self.jit_sched
         if exec_:
-            yield CpuWork(self.jit_sched.apply(costs.exec), user=False)
-        yield from script(task)
-        yield CpuWork(self.jit_sched.apply(costs.exit), user=False)
+            yield CpuWork(jit.apply(costs.exec), user=False)
+        inner = script(task)
+        task.script = inner
+        try:
+            first = next(inner)
+        except StopIteration:
+            yield CpuWork(jit.apply(costs.exit), user=False)
+            return
+        task.on_end = lambda: CpuWork(jit.apply(costs.exit), user=False)
+        yield first
 
     def _wait_for(self, parent: Task, child: Task) -> int:
         if child.state == DONE:
