@@ -101,7 +101,8 @@ def install_channel_ops(m: Machine) -> None:
     scratch state in the task's slots (``op``, ``pipe_waited``), and do WaitQueue.block and
     wake_one's work inline; paged and unpaged channels get their own closures.
     """
-    apply = m.jitter("pipe").apply
+    jit = m.jitter("pipe")
+    apply, pop, refill = jit.apply, jit.pop, jit.refill
     env = m.env
     wake = m.wake
     costs = m.costs
@@ -163,7 +164,15 @@ def install_channel_ops(m: Machine) -> None:
         # the copy into the pipe is the op's CPU time; the message is there when it ends
         t.op = op
         t.post = commit_plain if op.channel.message_bytes is None else commit_paged
-        return apply(send_cost)
+        # apply(send_cost), inlined (see Jitter)
+        if send_cost <= 0:
+            return send_cost
+        try:
+            v = int(send_cost * pop())
+        except IndexError:
+            refill()
+            v = int(send_cost * pop())
+        return v if v > 0 else 1
 
     def take(cpu: CPU, t: Task, ch: Channel, cost: int) -> int:
         sent_at, payload = ch.buf.popleft()
@@ -210,7 +219,17 @@ def install_channel_ops(m: Machine) -> None:
             t.post = recv_retry
             ch.readers.waiters.append(t)
             return BLOCKED
-        cost = apply(recv_cost)
+        # cost = apply(recv_cost), inlined (see Jitter)
+        if recv_cost <= 0:
+            cost = recv_cost
+        else:
+            try:
+                cost = int(recv_cost * pop())
+            except IndexError:
+                refill()
+                cost = int(recv_cost * pop())
+            if cost <= 0:
+                cost = 1
         if ch.message_bytes is None:
             return take(cpu, t, ch, cost)
         # take(), paged, inlined (the usual receive)
