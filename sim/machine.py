@@ -713,7 +713,12 @@ class CPU:
                 # waking a kthread here): the CPU handles it before it really idles
                 self._dispatch()
             return
-        self._set_state(SWITCH)
+        if m.tracer is None:  # _set_state(SWITCH) without a trace, inlined
+            self.acc[self.state] += now - self.since
+            self.state = SWITCH
+            self.since = now
+        else:
+            self._set_state(SWITCH)
         self.curr = nxt
         nxt.on_cpu = True
         waited = now - nxt.wait_since
@@ -721,14 +726,21 @@ class CPU:
         m.wake_latency.add(waited)
         nxt.slice_exec = nxt.run_ns
         cost = m.jit_sched.apply(m.costs.context_switch) + extra
-        if nxt.ran_cpu != self.index:
+        index = self.index
+        if nxt.ran_cpu != index:
             if nxt.ran_cpu >= 0:
                 nxt.migrations += 1
                 cost += m.jit_sched.apply(m.costs.migration)
-            nxt.ran_cpu = self.index
-        nxt.cpu = self.index
+            nxt.ran_cpu = index
+        nxt.cpu = index
         self.switches += 1
-        self._after(cost, self._dispatch_b)
+        # self._after(cost, self._dispatch_b), inlined
+        self.gen += 1
+        self.action = self._dispatch_b
+        m.events += 1
+        eid = next(self._eid)
+        self.act_eid = eid
+        heappush(self._queue, (now + cost, NORMAL, eid, self))
 
     def _dispatch_same(self, t: Task) -> None:
         # The previous task keeps the CPU (it was the best choice after all).

@@ -100,8 +100,10 @@ class LogHistogram:
         big = a >= _SUB
         shift = np.where(big, e, 0)
         bins = np.where(big, ((e + 1) << SUB_BITS) | ((a >> shift) & (_SUB - 1)), a)
-        keys, counts = np.unique(bins, return_counts=True)
-        for k, n in zip(keys.tolist(), counts.tolist(), strict=True):
+        # bins < 2**12 (v < 2**53): a bincount is np.unique's keys and counts, in the same order
+        per_bin = np.bincount(bins)
+        keys = np.flatnonzero(per_bin)
+        for k, n in zip(keys.tolist(), per_bin[keys].tolist(), strict=True):
             c[k] = c.get(k, 0) + n
 
     @property
