@@ -13,7 +13,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .ops import BLOCKED, Recv, Send
-from .stats import LogHistogram
+from .stats import FLUSH, LogHistogram
 
 if TYPE_CHECKING:
     from .machine import CPU, Machine
@@ -237,7 +237,11 @@ def install_channel_ops(m: Machine) -> None:
         ch.received += 1
         lat = ch.latency
         if lat is not None:
-            lat.add(env._now - sent_at)
+            # lat.add(now - sent_at), inlined (see LogHistogram.pending)
+            pend = lat.pending
+            pend.append(env._now - sent_at)
+            if len(pend) >= FLUSH:
+                lat.flush()
         t.retval = payload
         pages = ch.pages
         n = pages[0] - 1
