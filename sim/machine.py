@@ -123,74 +123,89 @@ class Env(simpy.Environment):
                         if not t.prio:
                             t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
                         t.remaining = 0
-                        if ev.irqs or ev.softirq_pending or ev.need_resched:
+                        step = not (ev.irqs or ev.softirq_pending or ev.need_resched)
+                        if not step:
                             ev._dispatch()
-                        else:
-                            # The next step of the task, inlined for its usual outcomes (CPU
-                            # time, or a block); anything else goes on in _run_ops, which
-                            # starts at an op boundary.
-                            post = t.post
-                            if post is not None:
-                                t.post = None
-                                r = post(ev, t)
-                                user = False
-                                if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
-                                    # an op boundary with nothing pending: _run_ops's first
-                                    # step, inlined (the next op)
-                                    post = None
-                            if post is None:
-                                try:
-                                    op = t.script.send(t.retval)
-                                except StopIteration:
-                                    op = t.on_end
-                                    if op is None:
-                                        ev._exit(t)
-                                        r = _EXITED
-                                    else:
-                                        t.on_end = None
-                                        op = op()
-                                if op is not None:
-                                    t.retval = None
-                                    op_type = op.__class__
-                                    if op_type is cpuwork_cls:
-                                        r = op.ns  # type: ignore[attr-defined]
-                                        user = op.user  # type: ignore[attr-defined]
-                                    else:
-                                        try:
-                                            h = ev._handlers[op_type]
-                                        except KeyError:
-                                            raise _no_handler(t, op_type) from None
-                                        r = h(ev, t, op)
-                                        user = False
-                            if r > 0:
-                                # CPU._start_segment(t, r, user), inlined
-                                t.remaining = r
-                                t.seg_user = user
-                                ev.softirq_rounds = 0
-                                st = USER if user else KERNEL
-                                old = ev.state
-                                if old != st:
-                                    if ev.m.tracer is None:
-                                        ev.acc[old] += now - ev.since
-                                        ev.state = st
-                                        ev.since = now
-                                    else:
-                                        ev._set_state(st)
-                                ev.seg_start = now
-                                ev.seg_active = True
-                                ev.gen += 1
-                                ev.action = None
-                                ev.m.events += 1
-                                eid = next(ev._eid)
-                                ev.act_eid = eid
-                                heappush(queue, (now + r, NORMAL, eid, ev))
-                            elif r == BLOCKED:
-                                t.state = T_BLOCKED
-                                ev._schedule()
-                            elif r is not _EXITED:
-                                ev._run_ops(t)  # a zero-time step: the op loop goes on
+                    elif action is ev._dispatch_b:
+                        # _dispatch after a switch or an irq, inlined for its usual outcome: the
+                        # current task goes on at an op boundary (or with its retry, ``post``)
+                        t = ev.curr
+                        step = (
+                            t is not None
+                            and not ev.irqs
+                            and not ev.softirq_pending
+                            and not ev.need_resched
+                            and t.remaining <= 0
+                        )
+                        if not step:
+                            action()
                     else:
                         action()
+                        step = False
+                    if step:
+                        # The next step of the task, inlined for its usual outcomes (CPU
+                        # time, or a block); anything else goes on in _run_ops, which
+                        # starts at an op boundary.
+                        post = t.post
+                        if post is not None:
+                            t.post = None
+                            r = post(ev, t)
+                            user = False
+                            if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
+                                # an op boundary with nothing pending: _run_ops's first
+                                # step, inlined (the next op)
+                                post = None
+                        if post is None:
+                            try:
+                                op = t.script.send(t.retval)
+                            except StopIteration:
+                                op = t.on_end
+                                if op is None:
+                                    ev._exit(t)
+                                    r = _EXITED
+                                else:
+                                    t.on_end = None
+                                    op = op()
+                            if op is not None:
+                                t.retval = None
+                                op_type = op.__class__
+                                if op_type is cpuwork_cls:
+                                    r = op.ns  # type: ignore[attr-defined]
+                                    user = op.user  # type: ignore[attr-defined]
+                                else:
+                                    try:
+                                        h = ev._handlers[op_type]
+                                    except KeyError:
+                                        raise _no_handler(t, op_type) from None
+                                    r = h(ev, t, op)
+                                    user = False
+                        if r > 0:
+                            # CPU._start_segment(t, r, user), inlined
+                            t.remaining = r
+                            t.seg_user = user
+                            ev.softirq_rounds = 0
+                            st = USER if user else KERNEL
+                            old = ev.state
+                            if old != st:
+                                if ev.m.tracer is None:
+                                    ev.acc[old] += now - ev.since
+                                    ev.state = st
+                                    ev.since = now
+                                else:
+                                    ev._set_state(st)
+                            ev.seg_start = now
+                            ev.seg_active = True
+                            ev.gen += 1
+                            ev.action = None
+                            ev.m.events += 1
+                            eid = next(ev._eid)
+                            ev.act_eid = eid
+                            heappush(queue, (now + r, NORMAL, eid, ev))
+                        elif r == BLOCKED:
+                            t.state = T_BLOCKED
+                            ev._schedule()
+                        elif r is not _EXITED:
+                            ev._run_ops(t)  # a zero-time step: the op loop goes on
             elif cls is irq_cls:
                 ev.cpu.raise_irq(ev.cost, ev.fn)
             elif cls is call_cls:
