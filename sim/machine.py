@@ -197,7 +197,7 @@ class Env(simpy.Environment):
                             ev.seg_active = True
                             ev.gen += 1
                             ev.action = None
-                            ev.m.events += 1
+                            ev.nev += 1
                             eid = next(ev._eid)
                             ev.act_eid = eid
                             heappush(queue, (now + r, NORMAL, eid, ev))
@@ -294,7 +294,7 @@ class CPU:
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "tick_gen", "tick_at", "jiffy_timers",
-        "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b",
+        "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "nev",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -333,6 +333,7 @@ class CPU:
         self.tid = 0
         self.data: dict[str, Any] = {}  # per-CPU state of models (RCU's rcu_data, timer bases...)
         self.act_eid = -1  # event id of the pending timed action (see Env)
+        self.nev = 0  # timed actions and ticks this CPU scheduled (Machine.events sums them)
         self._queue: list[Any] = self.env._queue  # type: ignore[assignment]
         self._eid = self.env._eid
         self._handlers = machine.handlers  # the same dict: Machine.handle adds to it
@@ -344,7 +345,7 @@ class CPU:
         # counts actions for cut_segment's staleness check.
         self.gen += 1
         self.action = action
-        self.m.events += 1
+        self.nev += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (self.env._now + delay, NORMAL, eid, self))
@@ -615,7 +616,7 @@ class CPU:
         self.seg_active = True
         self.gen += 1
         self.action = None  # None: the pending action is this segment's end (see Env._loop)
-        self.m.events += 1
+        self.nev += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (now + r, NORMAL, eid, self))
@@ -632,7 +633,7 @@ class CPU:
         self.seg_active = True
         self.gen += 1
         self.action = None
-        self.m.events += 1
+        self.nev += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (now + ns, NORMAL, eid, self))
@@ -752,7 +753,7 @@ class CPU:
         # self._after(cost, self._dispatch_b), inlined
         self.gen += 1
         self.action = self._dispatch_b
-        m.events += 1
+        self.nev += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (now + cost, NORMAL, eid, self))
@@ -796,7 +797,7 @@ class CPU:
             return
         self.tick_gen += 1
         self.tick_at = at
-        self.m.events += 1
+        self.nev += 1
         heappush(self._queue, (at, NORMAL, next(self._eid), _Tick(self, self.tick_gen)))
 
     def _tick_event(self, gen: int) -> None:
@@ -907,7 +908,7 @@ class Machine:
         self.costs = costs
         self.streams = streams
         self.tracer = tracer
-        self.events = 0
+        self._events = 0  # events not counted by a CPU (interrupts on their way, callbacks)
         self.seq = 0
         self.next_tid = 1
         self.live = 0
@@ -980,6 +981,11 @@ class Machine:
         """A cost-jitter source on its own random stream."""
         return self.streams.jitter(name, self.costs.jitter_cv)
 
+    @property
+    def events(self) -> int:
+        """Timed events the machine scheduled (each CPU counts its own, see ``CPU.nev``)."""
+        return self._events + sum(c.nev for c in self.cpus)
+
     # ------------------------------------------------------------------ time
     @property
     def now(self) -> int:
@@ -990,7 +996,7 @@ class Machine:
         among all events as a SimPy timeout made now would be)."""
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
-        self.events += 1
+        self._events += 1
         env = self.env
         queue: list[Any] = env._queue  # type: ignore[assignment]
         heappush(queue, (env._now + delay, NORMAL, next(env._eid), _Call(fn, args)))
@@ -1000,7 +1006,7 @@ class Machine:
         the CPU spends ``cost`` (+ what fn returns) in hard-irq context."""
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
-        self.events += 1
+        self._events += 1
         heappush(cpu._queue, (self.env._now + delay, NORMAL, next(cpu._eid), _Irq(cpu, cost, fn)))
 
     def send_ipi(self, src: CPU | None, dst: CPU, fn: IrqFn | None = None, name: str = "ipi") -> None:

@@ -92,9 +92,17 @@ class LogHistogram:
             return
         p = self._pending[:]
         self._pending.clear()
-        lo, hi = min(p), max(p)
-        self._n += len(p)
-        self._total += sum(p)
+        n = len(p)
+        self._n += n
+        try:
+            a = np.array(p, dtype=np.int64)
+        except OverflowError:  # a value beyond int64: Python ints throughout
+            lo, hi = min(p), max(p)
+            self._total += sum(p)
+        else:
+            lo, hi = int(a.min()), int(a.max())
+            # numpy's int64 sum is exact while it cannot overflow
+            self._total += int(a.sum()) if n * max(hi, -lo, 1) < 1 << 63 else sum(p)
         if lo < self._lo:
             self._lo = lo
         if hi > self._hi:
@@ -105,7 +113,6 @@ class LogHistogram:
                 b = _bucket(v)
                 c[b] = c.get(b, 0) + 1
             return
-        a = np.array(p, dtype=np.int64)
         # bit_length(v) is frexp's exponent: exact because v < 2**53 converts to float exactly
         e = np.frexp(a.astype(np.float64))[1].astype(np.int64) - (SUB_BITS + 1)
         big = a >= _SUB
