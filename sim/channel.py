@@ -83,7 +83,8 @@ class Channel:
         self.m = machine
         self.name = name
         self.capacity = capacity
-        self.buf: deque[tuple[int, Any]] = deque()
+        # the messages, oldest first: each its send time, or (send time, payload) if it has a payload
+        self.buf: deque[Any] = deque()
         self.readers = WaitQueue(machine, f"{name}.readers")
         self.writers = WaitQueue(machine, f"{name}.writers")
         self.latency: LogHistogram | None = None
@@ -130,7 +131,8 @@ def install_channel_ops(m: Machine) -> None:
             t.post = commit_paged
             ch.writers.waiters.append(t)
             return BLOCKED
-        buf.append((env._now, op.payload))
+        payload = op.payload
+        buf.append(env._now if payload is None else (env._now, payload))
         ch.sent += 1
         cost = 0
         if was_empty:
@@ -153,7 +155,8 @@ def install_channel_ops(m: Machine) -> None:
             t.post = commit_plain
             ch.writers.waiters.append(t)
             return BLOCKED
-        ch.buf.append((env._now, op.payload))
+        payload = op.payload
+        ch.buf.append(env._now if payload is None else (env._now, payload))
         ch.sent += 1
         w = ch.readers.waiters
         if w:
@@ -175,7 +178,11 @@ def install_channel_ops(m: Machine) -> None:
         return v if v > 0 else 1
 
     def take(cpu: CPU, t: Task, ch: Channel, cost: int) -> int:
-        sent_at, payload = ch.buf.popleft()
+        sent_at = ch.buf.popleft()
+        if sent_at.__class__ is tuple:
+            sent_at, payload = sent_at
+        else:
+            payload = None
         ch.received += 1
         lat = ch.latency
         if lat is not None:
@@ -233,7 +240,11 @@ def install_channel_ops(m: Machine) -> None:
         if ch.message_bytes is None:
             return take(cpu, t, ch, cost)
         # take(), paged, inlined (the usual receive)
-        sent_at, payload = buf.popleft()
+        sent_at = buf.popleft()
+        if sent_at.__class__ is tuple:
+            sent_at, payload = sent_at
+        else:
+            payload = None
         ch.received += 1
         lat = ch.latency
         if lat is not None:
