@@ -131,11 +131,7 @@ class Env(simpy.Environment):
                         # current task goes on at an op boundary (or with its retry, ``post``)
                         t = ev.curr
                         step = (
-                            t is not None
-                            and not ev.irqs
-                            and not ev.softirq_pending
-                            and not ev.need_resched
-                            and t.remaining <= 0
+                            t is not None and not ev.irqs and not ev.softirq_pending and not ev.need_resched and t.remaining <= 0
                         )
                         if not step:
                             action()

@@ -95,7 +95,6 @@ class Jitter:
 
         return apply
 
-
     def _refill(self) -> None:
         buf = self._buf
         buf.extend(self._gen.lognormal(self._mu, self._sigma, _BLOCK).tolist())

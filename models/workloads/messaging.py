@@ -93,7 +93,7 @@ class Messaging:
         def script_nowork(task: Task):  # the same without user work (one test less per message)
             yield Call(self._wait_start)
             for _ in range(cfg.loops):
-                for op in sends:
+                for op in sends:  # noqa: UP028 (the engine sends each step's result in)
                     yield op
 
         return script if work is not None else script_nowork
