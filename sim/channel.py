@@ -13,7 +13,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .ops import BLOCKED, Recv, Send
-from .stats import LogHistogram
+from .stats import FLUSH, LogHistogram
 
 if TYPE_CHECKING:
     from .machine import CPU, Machine
@@ -83,7 +83,8 @@ class Channel:
         self.m = machine
         self.name = name
         self.capacity = capacity
-        self.buf: deque[tuple[int, Any]] = deque()
+        # the messages, oldest first: each its send time, or (send time, payload) if it has a payload
+        self.buf: deque[Any] = deque()
         self.readers = WaitQueue(machine, f"{name}.readers")
         self.writers = WaitQueue(machine, f"{name}.writers")
         self.latency: LogHistogram | None = None
@@ -95,18 +96,29 @@ class Channel:
 
 
 def install_channel_ops(m: Machine) -> None:
-    """Register the Send and Recv handlers on machine ``m``."""
+    """Register the Send and Recv handlers on machine ``m``.
+
+    The handlers run for every message, so they read what they need into locals, keep their
+    scratch state in the task's slots (``op``, ``pipe_waited``), and do WaitQueue.block and
+    wake_one's work inline; paged and unpaged channels get their own closures.
+    """
     jit = m.jitter("pipe")
+    apply, pop, refill = jit.apply, jit.pop, jit.refill
     env = m.env
+    wake = m.wake
     costs = m.costs
     send_cost = costs.pipe_send + costs.syscall
     recv_cost = costs.syscall + costs.pipe_recv
+    pipe_recv = costs.pipe_recv
 
-    def send_paged(cpu: CPU, t: Task, ch: Channel, op: Send) -> int:
+    def commit_paged(cpu: CPU, t: Task) -> int:
         # pipe_write (fs/pipe.c): merge into the last page if the pipe is not empty and it has room
+        op: Send = t.op
+        ch = op.channel
         size: int = ch.message_bytes  # type: ignore[assignment]
         pages = ch.pages
-        was_empty = not ch.buf
+        buf = ch.buf
+        was_empty = not buf
         if not was_empty and ch.last_end + size <= PAGE_SIZE:
             pages[-1] += 1
             ch.last_end += size
@@ -115,76 +127,147 @@ def install_channel_ops(m: Machine) -> None:
             ch.last_end = size
         else:
             # pipe_full: wait (exclusively) for a page to be freed, then copy again
-            t.data["_pipe_waited"] = True
-            t.post = send_commit
-            return ch.writers.block(t)
-        ch.buf.append((env._now, op.payload))
+            t.pipe_waited = True
+            t.post = commit_paged
+            ch.writers.waiters.append(t)
+            return BLOCKED
+        payload = op.payload
+        buf.append(env._now if payload is None else (env._now, payload))
         ch.sent += 1
         cost = 0
-        if was_empty and ch.readers.waiters:
-            cost += ch.readers.wake_one(cpu)
-        if t.data.pop("_pipe_waited", False) and len(pages) < ch.capacity and ch.writers.waiters:
-            cost += ch.writers.wake_one(cpu)  # wake_next_writer
+        if was_empty:
+            w = ch.readers.waiters
+            if w:
+                cost += wake(w.popleft(), cpu)
+        if t.pipe_waited:
+            t.pipe_waited = False
+            if len(pages) < ch.capacity:
+                w = ch.writers.waiters
+                if w:
+                    cost += wake(w.popleft(), cpu)  # wake_next_writer
         return cost
 
-    def send_commit(cpu: CPU, t: Task) -> int:
-        op: Send = t.data["_op"]
+    def commit_plain(cpu: CPU, t: Task) -> int:
+        op: Send = t.op
         ch = op.channel
-        if ch.message_bytes is not None:
-            return send_paged(cpu, t, ch, op)
         if len(ch.buf) >= ch.capacity:
             # pipe_write: wait for room, then copy again
-            t.post = send_commit
-            return ch.writers.block(t)
-        ch.buf.append((env._now, op.payload))
+            t.post = commit_plain
+            ch.writers.waiters.append(t)
+            return BLOCKED
+        payload = op.payload
+        ch.buf.append(env._now if payload is None else (env._now, payload))
         ch.sent += 1
-        if ch.readers.waiters:
-            return ch.readers.wake_one(cpu)
+        w = ch.readers.waiters
+        if w:
+            return wake(w.popleft(), cpu)
         return 0
 
     def h_send(cpu: CPU, t: Task, op: Send) -> int:
         # the copy into the pipe is the op's CPU time; the message is there when it ends
-        t.data["_op"] = op
-        t.post = send_commit
-        return jit.apply(send_cost)
+        t.op = op
+        t.post = commit_plain if op.channel.message_bytes is None else commit_paged
+        # apply(send_cost), inlined (see Jitter)
+        if send_cost <= 0:
+            return send_cost
+        try:
+            v = int(send_cost * pop())
+        except IndexError:
+            refill()
+            v = int(send_cost * pop())
+        return v if v > 0 else 1
 
     def take(cpu: CPU, t: Task, ch: Channel, cost: int) -> int:
-        sent_at, payload = ch.buf.popleft()
+        sent_at = ch.buf.popleft()
+        if sent_at.__class__ is tuple:
+            sent_at, payload = sent_at
+        else:
+            payload = None
         ch.received += 1
-        if ch.latency is not None:
-            ch.latency.add(env._now - sent_at)
+        lat = ch.latency
+        if lat is not None:
+            lat.add(env._now - sent_at)
         t.retval = payload
         if ch.message_bytes is not None:
             # pipe_read: a page whose last byte is read is freed; freeing a slot of a full ring wakes a writer
             pages = ch.pages
-            pages[0] -= 1
-            if not pages[0]:
-                was_full = len(pages) >= ch.capacity
-                pages.popleft()
-                if not pages:
-                    ch.last_end = 0
-                if was_full and ch.writers.waiters:
-                    cost += ch.writers.wake_one(cpu)
+            n = pages[0] - 1
+            if n:
+                pages[0] = n
+                return cost
+            was_full = len(pages) >= ch.capacity
+            pages.popleft()
+            if not pages:
+                ch.last_end = 0
+            if was_full:
+                w = ch.writers.waiters
+                if w:
+                    cost += wake(w.popleft(), cpu)
             return cost
-        if ch.writers.waiters:
-            cost += ch.writers.wake_one(cpu)
+        w = ch.writers.waiters
+        if w:
+            cost += wake(w.popleft(), cpu)
         return cost
 
     def recv_retry(cpu: CPU, t: Task) -> int:
-        ch: Any = t.data["_op"].channel
+        ch: Any = t.op.channel
         if not ch.buf:
             t.post = recv_retry
-            return ch.readers.block(t)
-        return take(cpu, t, ch, jit.apply(costs.pipe_recv))
+            ch.readers.waiters.append(t)
+            return BLOCKED
+        return take(cpu, t, ch, apply(pipe_recv))
 
     def h_recv(cpu: CPU, t: Task, op: Recv) -> int:
         # pipe_read looks for data on entry: entry and copy are one span of CPU time
         ch = op.channel
-        if ch.buf:
-            return take(cpu, t, ch, jit.apply(recv_cost))
-        t.data["_op"] = op
-        t.post = recv_retry
-        return ch.readers.block(t)
+        buf = ch.buf
+        if not buf:
+            t.op = op
+            t.post = recv_retry
+            ch.readers.waiters.append(t)
+            return BLOCKED
+        # cost = apply(recv_cost), inlined (see Jitter)
+        if recv_cost <= 0:
+            cost = recv_cost
+        else:
+            try:
+                cost = int(recv_cost * pop())
+            except IndexError:
+                refill()
+                cost = int(recv_cost * pop())
+            if cost <= 0:
+                cost = 1
+        if ch.message_bytes is None:
+            return take(cpu, t, ch, cost)
+        # take(), paged, inlined (the usual receive)
+        sent_at = buf.popleft()
+        if sent_at.__class__ is tuple:
+            sent_at, payload = sent_at
+        else:
+            payload = None
+        ch.received += 1
+        lat = ch.latency
+        if lat is not None:
+            # lat.add(now - sent_at), inlined (see LogHistogram.pending)
+            pend = lat.pending
+            pend.append(env._now - sent_at)
+            if len(pend) >= FLUSH:
+                lat.flush()
+        t.retval = payload
+        pages = ch.pages
+        n = pages[0] - 1
+        if n:
+            pages[0] = n
+            return cost
+        was_full = len(pages) >= ch.capacity
+        pages.popleft()
+        if not pages:
+            ch.last_end = 0
+        if was_full:
+            w = ch.writers.waiters
+            if w:
+                cost += wake(w.popleft(), cpu)
+        return cost
 
     m.handle(Send, h_send)
     m.handle(Recv, h_recv)

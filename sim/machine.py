@@ -123,66 +123,85 @@ class Env(simpy.Environment):
                         if not t.prio:
                             t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
                         t.remaining = 0
-                        if ev.irqs or ev.softirq_pending or ev.need_resched:
+                        step = not (ev.irqs or ev.softirq_pending or ev.need_resched)
+                        if not step:
                             ev._dispatch()
-                        else:
-                            # The next step of the task, inlined for its usual outcomes (CPU
-                            # time, or a block); anything else goes on in _run_ops, which
-                            # starts at an op boundary.
-                            post = t.post
-                            if post is not None:
-                                t.post = None
-                                r = post(ev, t)
-                                user = False
-                            else:
-                                try:
-                                    op = t.script.send(t.retval)
-                                except StopIteration:
-                                    ev._exit(t)
-                                    op = None
-                                    r = _EXITED
-                                if op is not None:
-                                    t.retval = None
-                                    op_type = op.__class__
-                                    if op_type is cpuwork_cls:
-                                        r = op.ns  # type: ignore[attr-defined]
-                                        user = op.user  # type: ignore[attr-defined]
-                                    else:
-                                        try:
-                                            h = ev._handlers[op_type]
-                                        except KeyError:
-                                            raise _no_handler(t, op_type) from None
-                                        r = h(ev, t, op)
-                                        user = False
-                            if r > 0:
-                                # CPU._start_segment(t, r, user), inlined
-                                t.remaining = r
-                                t.seg_user = user
-                                ev.softirq_rounds = 0
-                                st = USER if user else KERNEL
-                                old = ev.state
-                                if old != st:
-                                    if ev.m.tracer is None:
-                                        ev.acc[old] += now - ev.since
-                                        ev.state = st
-                                        ev.since = now
-                                    else:
-                                        ev._set_state(st)
-                                ev.seg_start = now
-                                ev.seg_active = True
-                                ev.gen += 1
-                                ev.action = None
-                                ev.m.events += 1
-                                eid = next(ev._eid)
-                                ev.act_eid = eid
-                                heappush(queue, (now + r, NORMAL, eid, ev))
-                            elif r == BLOCKED:
-                                t.state = T_BLOCKED
-                                ev._schedule()
-                            elif r is not _EXITED:
-                                ev._run_ops(t)  # a zero-time step: the op loop goes on
+                    elif action is ev._dispatch_b:
+                        # _dispatch after a switch or an irq, inlined for its usual outcome: the
+                        # current task goes on at an op boundary (or with its retry, ``post``)
+                        t = ev.curr
+                        step = (
+                            t is not None and not ev.irqs and not ev.softirq_pending and not ev.need_resched and t.remaining <= 0
+                        )
+                        if not step:
+                            action()
                     else:
                         action()
+                        step = False
+                    if step:
+                        # The next step of the task, inlined for its usual outcomes (CPU
+                        # time, or a block); anything else goes on in _run_ops, which
+                        # starts at an op boundary.
+                        post = t.post
+                        if post is not None:
+                            t.post = None
+                            r = post(ev, t)
+                            user = False
+                            if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
+                                # an op boundary with nothing pending: _run_ops's first
+                                # step, inlined (the next op)
+                                post = None
+                        if post is None:
+                            try:
+                                op = t.script.send(t.retval)
+                            except StopIteration:
+                                op = t.on_end
+                                if op is None:
+                                    ev._exit(t)
+                                    r = _EXITED
+                                else:
+                                    t.on_end = None
+                                    op = op()
+                            if op is not None:
+                                t.retval = None
+                                op_type = op.__class__
+                                if op_type is cpuwork_cls:
+                                    r = op.ns  # type: ignore[attr-defined]
+                                    user = op.user  # type: ignore[attr-defined]
+                                else:
+                                    try:
+                                        h = ev._handlers[op_type]
+                                    except KeyError:
+                                        raise _no_handler(t, op_type) from None
+                                    r = h(ev, t, op)
+                                    user = False
+                        if r > 0:
+                            # CPU._start_segment(t, r, user), inlined
+                            t.remaining = r
+                            t.seg_user = user
+                            ev.softirq_rounds = 0
+                            st = USER if user else KERNEL
+                            old = ev.state
+                            if old != st:
+                                if ev.m.tracer is None:
+                                    ev.acc[old] += now - ev.since
+                                    ev.state = st
+                                    ev.since = now
+                                else:
+                                    ev._set_state(st)
+                            ev.seg_start = now
+                            ev.seg_active = True
+                            ev.gen += 1
+                            ev.action = None
+                            ev.nev += 1
+                            eid = next(ev._eid)
+                            ev.act_eid = eid
+                            heappush(queue, (now + r, NORMAL, eid, ev))
+                        elif r == BLOCKED:
+                            t.state = T_BLOCKED
+                            ev._schedule()
+                        elif r is not _EXITED:
+                            ev._run_ops(t)  # a zero-time step: the op loop goes on
             elif cls is irq_cls:
                 ev.cpu.raise_irq(ev.cost, ev.fn)
             elif cls is call_cls:
@@ -271,7 +290,7 @@ class CPU:
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "tick_gen", "tick_at", "jiffy_timers",
-        "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b",
+        "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "nev",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -310,6 +329,7 @@ class CPU:
         self.tid = 0
         self.data: dict[str, Any] = {}  # per-CPU state of models (RCU's rcu_data, timer bases...)
         self.act_eid = -1  # event id of the pending timed action (see Env)
+        self.nev = 0  # timed actions and ticks this CPU scheduled (Machine.events sums them)
         self._queue: list[Any] = self.env._queue  # type: ignore[assignment]
         self._eid = self.env._eid
         self._handlers = machine.handlers  # the same dict: Machine.handle adds to it
@@ -321,7 +341,7 @@ class CPU:
         # counts actions for cut_segment's staleness check.
         self.gen += 1
         self.action = action
-        self.m.events += 1
+        self.nev += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (self.env._now + delay, NORMAL, eid, self))
@@ -545,8 +565,12 @@ class CPU:
                 try:
                     op = t.script.send(t.retval)
                 except StopIteration:
-                    self._exit(t)
-                    return
+                    end = t.on_end
+                    if end is None:
+                        self._exit(t)
+                        return
+                    t.on_end = None
+                    op = end()
                 t.retval = None
                 op_type = type(op)
                 if op_type is CpuWork:
@@ -588,7 +612,7 @@ class CPU:
         self.seg_active = True
         self.gen += 1
         self.action = None  # None: the pending action is this segment's end (see Env._loop)
-        self.m.events += 1
+        self.nev += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (now + r, NORMAL, eid, self))
@@ -605,7 +629,7 @@ class CPU:
         self.seg_active = True
         self.gen += 1
         self.action = None
-        self.m.events += 1
+        self.nev += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (now + ns, NORMAL, eid, self))
@@ -701,7 +725,12 @@ class CPU:
                 # waking a kthread here): the CPU handles it before it really idles
                 self._dispatch()
             return
-        self._set_state(SWITCH)
+        if m.tracer is None:  # _set_state(SWITCH) without a trace, inlined
+            self.acc[self.state] += now - self.since
+            self.state = SWITCH
+            self.since = now
+        else:
+            self._set_state(SWITCH)
         self.curr = nxt
         nxt.on_cpu = True
         waited = now - nxt.wait_since
@@ -709,14 +738,21 @@ class CPU:
         m.wake_latency.add(waited)
         nxt.slice_exec = nxt.run_ns
         cost = m.jit_sched.apply(m.costs.context_switch) + extra
-        if nxt.ran_cpu != self.index:
+        index = self.index
+        if nxt.ran_cpu != index:
             if nxt.ran_cpu >= 0:
                 nxt.migrations += 1
                 cost += m.jit_sched.apply(m.costs.migration)
-            nxt.ran_cpu = self.index
-        nxt.cpu = self.index
+            nxt.ran_cpu = index
+        nxt.cpu = index
         self.switches += 1
-        self._after(cost, self._dispatch_b)
+        # self._after(cost, self._dispatch_b), inlined
+        self.gen += 1
+        self.action = self._dispatch_b
+        self.nev += 1
+        eid = next(self._eid)
+        self.act_eid = eid
+        heappush(self._queue, (now + cost, NORMAL, eid, self))
 
     def _dispatch_same(self, t: Task) -> None:
         # The previous task keeps the CPU (it was the best choice after all).
@@ -757,7 +793,7 @@ class CPU:
             return
         self.tick_gen += 1
         self.tick_at = at
-        self.m.events += 1
+        self.nev += 1
         heappush(self._queue, (at, NORMAL, next(self._eid), _Tick(self, self.tick_gen)))
 
     def _tick_event(self, gen: int) -> None:
@@ -868,7 +904,7 @@ class Machine:
         self.costs = costs
         self.streams = streams
         self.tracer = tracer
-        self.events = 0
+        self._events = 0  # events not counted by a CPU (interrupts on their way, callbacks)
         self.seq = 0
         self.next_tid = 1
         self.live = 0
@@ -941,6 +977,11 @@ class Machine:
         """A cost-jitter source on its own random stream."""
         return self.streams.jitter(name, self.costs.jitter_cv)
 
+    @property
+    def events(self) -> int:
+        """Timed events the machine scheduled (each CPU counts its own, see ``CPU.nev``)."""
+        return self._events + sum(c.nev for c in self.cpus)
+
     # ------------------------------------------------------------------ time
     @property
     def now(self) -> int:
@@ -951,7 +992,7 @@ class Machine:
         among all events as a SimPy timeout made now would be)."""
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
-        self.events += 1
+        self._events += 1
         env = self.env
         queue: list[Any] = env._queue  # type: ignore[assignment]
         heappush(queue, (env._now + delay, NORMAL, next(env._eid), _Call(fn, args)))
@@ -961,7 +1002,7 @@ class Machine:
         the CPU spends ``cost`` (+ what fn returns) in hard-irq context."""
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
-        self.events += 1
+        self._events += 1
         heappush(cpu._queue, (self.env._now + delay, NORMAL, next(cpu._eid), _Irq(cpu, cost, fn)))
 
     def send_ipi(self, src: CPU | None, dst: CPU, fn: IrqFn | None = None, name: str = "ipi") -> None:
@@ -1349,12 +1390,25 @@ class Machine:
         return self.jit_sched.apply(self.costs.fork)
 
     def _process(self, task: Task, script: ScriptFactory, exec_: bool) -> Script:
-        """A user process: (exec,) the program, exit."""
+        """A user process: (exec,) the program, exit.
+
+        As ``yield from script(task)`` followed by the exit's CPU time, without the cost of
+        delegating every step: once the program's generator exists it becomes the task's
+        script (the engine sends to it directly), and ``task.on_end`` gives the exit's step
+        when it ends (drawn at that moment, as the delegating version did)."""
         costs = self.costs
+        jit = self.jit_sched
         if exec_:
-            yield CpuWork(self.jit_sched.apply(costs.exec), user=False)
-        yield from script(task)
-        yield CpuWork(self.jit_sched.apply(costs.exit), user=False)
+            yield CpuWork(jit.apply(costs.exec), user=False)
+        inner = script(task)
+        task.script = inner
+        try:
+            first = next(inner)
+        except StopIteration:
+            yield CpuWork(jit.apply(costs.exit), user=False)
+            return
+        task.on_end = lambda: CpuWork(jit.apply(costs.exit), user=False)
+        yield first
 
     def _wait_for(self, parent: Task, child: Task) -> int:
         if child.state == DONE:

@@ -51,11 +51,18 @@ class Jitter:
     ``apply(ns)`` is ``ns`` scaled by the next multiplier, as integer nanoseconds (at least 1
     if ``ns > 0``). It is a closure stored on the instance, not a method: a call binds nothing
     and reads no attribute (it runs a few times per simulated event).
+
+    For the hottest handlers, which inline ``apply`` for a fixed ``ns > 0``, ``pop()`` gives
+    the next multiplier (raising IndexError when the block is used up: call ``refill()`` and
+    pop again) and ``max(1, int(ns * pop()))`` is ``apply(ns)``, drawing the same numbers.
+    With ``cv == 0`` ``pop()`` is always 1.0 (``int(ns * 1.0) == ns`` below 2**53).
     """
 
-    __slots__ = ("_gen", "_sigma", "_mu", "_buf", "cv", "apply")
+    __slots__ = ("_gen", "_sigma", "_mu", "_buf", "cv", "apply", "pop", "refill")
 
     apply: Callable[[int], int]
+    pop: Callable[[], float]
+    refill: Callable[[], None]
 
     def __init__(self, gen: np.random.Generator, cv: float) -> None:
         if cv < 0:
@@ -66,6 +73,8 @@ class Jitter:
         self._mu = -0.5 * self._sigma * self._sigma
         self._buf: list[float] = []
         self.apply = _identity if cv == 0.0 else self._make_apply()
+        self.pop = _one if cv == 0.0 else self._buf.pop
+        self.refill = self._refill
 
     def _make_apply(self) -> Callable[[int], int]:
         buf = self._buf
@@ -86,6 +95,15 @@ class Jitter:
 
         return apply
 
+    def _refill(self) -> None:
+        buf = self._buf
+        buf.extend(self._gen.lognormal(self._mu, self._sigma, _BLOCK).tolist())
+        buf.reverse()
+
 
 def _identity(ns: int) -> int:
     return ns
+
+
+def _one() -> float:
+    return 1.0

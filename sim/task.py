@@ -28,7 +28,7 @@ class Task:
         "affinity", "remaining", "seg_user", "post", "retval", "preempt_count",
         "kthread", "parent", "exit_waiters", "started", "wait_since", "last_ran",
         "run_ns", "wait_ns", "nvcsw", "nivcsw", "migrations", "wakeups", "ended", "data",
-        "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec",
+        "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec", "op", "pipe_waited", "on_end",
     )  # fmt: skip
 
     def __init__(
@@ -80,6 +80,11 @@ class Task:
         self.slice_exec = 0  # run_ns when it was last picked (for the CFS slice check)
         self.data: dict[str, Any] = {}  # per-task state of models (lock nesting, reader state...)
         self._rq_seq = 0
+        # scratch state of the op handlers, in slots rather than ``data`` (they run per message):
+        self.op: Any = None  # the op a retry (``post``) completes (sim/channel.py)
+        self.pipe_waited = False  # the writer waited for room in a pipe (sim/channel.py)
+        # what the script's end yields first (Machine._process: the exit), or None: the task ends
+        self.on_end: Callable[[], Any] | None = None
 
     @property
     def rt(self) -> bool:

@@ -90,7 +90,13 @@ class Messaging:
                         yield work
                     yield op
 
-        return script
+        def script_nowork(task: Task):  # the same without user work (one test less per message)
+            yield Call(self._wait_start)
+            for _ in range(cfg.loops):
+                for op in sends:  # noqa: UP028 (the engine sends each step's result in)
+                    yield op
+
+        return script if work is not None else script_nowork
 
     def _receiver(self, group: int, r: int):
         cfg = self.cfg
@@ -106,7 +112,13 @@ class Messaging:
                 if work is not None:
                     yield work
 
-        return script
+        def script_nowork(task: Task):  # the same without user work (one test less per message)
+            yield Call(self._wait_start)
+            for _ in range(n):
+                yield op
+                self.delivered += 1
+
+        return script if work is not None else script_nowork
 
     def _parent(self, task: Task):
         cfg = self.cfg
