@@ -164,6 +164,7 @@ def choose(page: object, label: str, option: str) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first  # type: ignore[attr-defined]
+    shown = ""
     for _ in range(6):
         wait_idle(page)
         box.locator("input").click()
@@ -173,8 +174,13 @@ def choose(page: object, label: str, option: str) -> None:
             page.keyboard.press("Escape")  # type: ignore[attr-defined]
             continue
         wait_idle(page)
-        return
-    pytest.fail(f"could not choose {option!r} in {label!r}")
+        # a click that lands while the page re-renders can be undone by that render: check
+        # the box shows the option before going on
+        # (the value is the input's value or its placeholder-like text, depending on the version)
+        shown = " ".join([box.inner_text(), box.locator("input").input_value(), box.text_content() or ""])
+        if option in shown.replace(label, ""):
+            return
+    pytest.fail(f"could not choose {option!r} in {label!r} (the box shows {shown!r})")
 
 
 def run_and_wait(page: object, n: int) -> None:
@@ -201,6 +207,19 @@ def csv_rows(data: bytes) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(data.decode("utf-8"))))
 
 
+def results_of(page: object, n: int) -> list[dict[str, str]]:
+    """The Results CSV once it holds ``n`` runs. The runs table shows a new run before the rest
+    of the page (timeline, downloads) has re-rendered; until then the download button still
+    serves the previous render's file, so download again until the new one is there."""
+    rows: list[dict[str, str]] = []
+    for _ in range(30):
+        rows = csv_rows(download(page, "Results (CSV)"))
+        if len(rows) >= n:
+            return rows
+        page.wait_for_timeout(1000)  # type: ignore[attr-defined]
+    return rows
+
+
 # ---------------------------------------------------------------------------------- tests
 def test_every_page_loads_and_is_screenshotted(page: object, server: str) -> None:
     for name in PAGES:
@@ -221,7 +240,9 @@ def test_netns_nocb_all_lowers_the_rate_and_the_trace_parses(page: object, serve
     # the rate the chart shows, read from what the page rendered: the runs table ...
     table = page.locator('[data-testid="stTable"]').first.inner_text()  # type: ignore[attr-defined]
     assert "nocb=none" in table and "nocb=all" in table
-    # ... and the chart's own data, downloaded as CSV (one line per run in the chart)
+    # ... and the chart's own data, downloaded as CSV (one line per run in the chart), once the
+    # downloads are the new render's (results_of waits for that)
+    results = results_of(page, 2)
     series = csv_rows(download(page, "Series (CSV)"))
     by_run: dict[str, list[float]] = {}
     for r in series:
@@ -232,7 +253,6 @@ def test_netns_nocb_all_lowers_the_rate_and_the_trace_parses(page: object, serve
     mean_none = sum(by_run[none_run]) / len(by_run[none_run])
     mean_all = sum(by_run[all_run]) / len(by_run[all_run])
     assert mean_all < mean_none, f"NOCB_ALL should lower the fake-router rate: {mean_none:.1f} -> {mean_all:.1f}/s"
-    results = csv_rows(download(page, "Results (CSV)"))
     rate = {r["run"]: float(r["routers_per_s"]) for r in results}
     assert rate[all_run] < rate[none_run]
     # the latest run's trace (nocb=all): Chrome trace-event JSON with CPU and RCU tracks
@@ -262,9 +282,9 @@ def test_hackbench_lock_policy_changes_the_time(page: object, server: str) -> No
     choose(page, "kernel.locks.policy", "adaptive")
     run_and_wait(page, 2)
     no_exception(page)
-    results = csv_rows(download(page, "Results (CSV)"))
+    results = results_of(page, 2)
     times = {("strict" if "policy=strict" in r["run"] else "adaptive"): float(r["time_s_at_100_loops"]) for r in results}
-    assert set(times) == {"strict", "adaptive"}
+    assert set(times) == {"strict", "adaptive"}, [r["run"] for r in results]
     assert times["adaptive"] != times["strict"]
     assert times["adaptive"] < times["strict"], f"adaptive spinning should beat strict handoff: {times}"
     table = page.locator('[data-testid="stTable"]').first.inner_text()  # type: ignore[attr-defined]
