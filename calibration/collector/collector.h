@@ -109,6 +109,11 @@ pid_t tracked_fork(void);
 pid_t tracked_wait(pid_t pid, int *status);
 void tracked_kill_all(void); /* SIGKILL and reap every tracked child; async-signal-safe */
 int tracked_count(void);
+/* The path of an executable tool in the usual sbin/bin directories (written into buf), or NULL. */
+const char *find_tool(const char *name, char *buf, size_t len);
+/* tracked_fork + execv(argv) with stdin/stdout/stderr on /dev/null + wait; *ns is the whole
+ * round trip. 0 when the child exits 0, else its wait status (or -errno if fork failed). */
+int run_cmd(char *const argv[], int64_t *ns);
 void safety_install(const char *tmp_out_path); /* signal handlers + atexit */
 /* Register an async-signal-safe cleanup run on every exit path (signal, exit()) after the
  * children are killed; an item calls it itself on its normal path and then removes it. */

@@ -35,46 +35,12 @@
 
 /* ------------------------------------------------------------ tool_exec */
 
-static const char *tool_path(const char *name, char *buf, size_t len)
-{
-	const char *dirs[] = {"/usr/sbin", "/sbin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/local/bin"};
-	for (size_t i = 0; i < ARRAY_LEN(dirs); i++) {
-		snprintf(buf, len, "%s/%s", dirs[i], name);
-		if (access(buf, X_OK) == 0)
-			return buf;
-	}
-	return NULL;
-}
-
-/* fork + execv(argv) with stdin/stdout/stderr on /dev/null + waitpid; 0 when it exits 0. */
-static int exec_wait(char *const argv[], int64_t *ns)
-{
-	int64_t t0 = now_ns();
-	pid_t pid = tracked_fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-		}
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int status = 0;
-	tracked_wait(pid, &status);
-	*ns = now_ns() - t0;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : (status ? status : -1);
-}
-
 void item_tool_exec(item_ctx *ctx)
 {
 	char true_buf[256], ip_buf[256], sysctl_buf[256];
-	const char *tru = tool_path("true", true_buf, sizeof(true_buf));
-	const char *ip = tool_path("ip", ip_buf, sizeof(ip_buf));
-	const char *sysctl = tool_path("sysctl", sysctl_buf, sizeof(sysctl_buf));
+	const char *tru = find_tool("true", true_buf, sizeof(true_buf));
+	const char *ip = find_tool("ip", ip_buf, sizeof(ip_buf));
+	const char *sysctl = find_tool("sysctl", sysctl_buf, sizeof(sysctl_buf));
 	long rounds = plan(ctx, 100, 500), warm = 5;
 	ctx->unit = "ns";
 	item_method(ctx, "Times fork(), execv() and waitpid() of the tools the netns_script item runs, with "
@@ -108,7 +74,7 @@ void item_tool_exec(item_ctx *ctx)
 	for (long r = 0; r < rounds + warm; r++) {
 		for (size_t t = 0; t < ARRAY_LEN(tools); t++) {
 			int64_t ns = 0;
-			int rc = exec_wait(tools[t].argv, &ns);
+			int rc = run_cmd(tools[t].argv, &ns);
 			if (rc != 0) {
 				item_fail(ctx, "%s exited abnormally (%s %d)", tools[t].argv[0], rc < 0 ? "error" : "status",
 					  rc < 0 ? -rc : rc);

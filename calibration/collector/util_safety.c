@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <unistd.h>
 
 #define MAX_SETTINGS 64
 #define MAX_CHILDREN 8192
@@ -313,4 +314,37 @@ int spawn_thread(void *(*fn)(void *), void *arg, void *thread_out)
 	int rc = pthread_create((pthread_t *)thread_out, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
+}
+
+const char *find_tool(const char *name, char *buf, size_t len)
+{
+	const char *dirs[] = {"/usr/sbin", "/sbin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/local/bin"};
+	for (size_t i = 0; i < ARRAY_LEN(dirs); i++) {
+		snprintf(buf, len, "%s/%s", dirs[i], name);
+		if (access(buf, X_OK) == 0)
+			return buf;
+	}
+	return NULL;
+}
+
+int run_cmd(char *const argv[], int64_t *ns)
+{
+	int64_t t0 = now_ns();
+	pid_t pid = tracked_fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int status = 0;
+	tracked_wait(pid, &status);
+	*ns = now_ns() - t0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : (status ? status : -1);
 }
