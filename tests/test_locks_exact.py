@@ -61,10 +61,10 @@ def test_raw_spinlock_waiter_spins_and_gets_the_lock_after_a_cacheline_transfer(
     assert ta.preempt_count == tb.preempt_count == 0 and L.owner is None
 
 
-def rt_three_tasks(policy):
+def rt_three_tasks(policy, trace=False):
     """a holds L on CPU 0; b queues on L from CPU 1 and sleeps; a's release makes b the pending
     owner, whose CPU needs 5 us to leave idle; c asks for L on CPU 2 meanwhile."""
-    m = machine(cpus=3, preempt="full", idle_exit=5_000)
+    m = machine(cpus=3, preempt="full", idle_exit=5_000, trace=trace)
     lm = model(m, preempt_rt=True, policy=policy, atomic=10, cacheline=0, rt_slowpath=100)
     L = lm.new_lock("spinlock", "L")
 

@@ -9,11 +9,11 @@ from app.explorer import core
 from models.locks import CONFIGS
 from models.locks.config import LocksConfig
 from models.locks.core import Lock, LockModel, Unlock
-from sim.ops import cpu
 from sim.trace import MODEL_PID
 from sim.units import MS
 
 from .helpers import machine
+from .test_locks_exact import rt_three_tasks, run
 
 
 def lock_spans(doc, track):
@@ -23,30 +23,9 @@ def lock_spans(doc, track):
 
 
 def three_tasks(policy):
-    """a holds L on CPU 0; b queues on L and sleeps; a's release makes b the pending owner, whose
-    CPU needs 5 us to leave idle; c asks for L meanwhile (tests/test_locks_exact.py's timeline)."""
-    m = machine(cpus=3, preempt="full", idle_exit=5_000, trace=True)
-    lm = LockModel(m, LocksConfig(preempt_rt=True, policy=policy, atomic=10, cacheline=0, rt_slowpath=100))
-    L = lm.new_lock("spinlock", "L")
-
-    def a(task):
-        yield Lock(L, 10_000)
-        yield Unlock(L)
-
-    def b(task):
-        yield cpu(1_000)
-        yield Lock(L)
-        yield Unlock(L)
-
-    def c(task):
-        yield cpu(10_050)
-        yield Lock(L, 2_000)
-        yield Unlock(L)
-
-    m.spawn(a, "a", affinity=[0])
-    m.spawn(b, "b", affinity=[1])
-    m.spawn(c, "c", affinity=[2])
-    m.env.run(until=m.env.timeout(10 * MS))
+    """test_locks_exact's rt_three_tasks timeline, traced."""
+    m, _, _, _ = rt_three_tasks(policy, trace=True)
+    run(m)
     assert m.tracer is not None
     return m.tracer.document()
 
