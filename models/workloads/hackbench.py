@@ -67,6 +67,7 @@ model's business (``models/locks``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -271,11 +272,18 @@ class PipeWait:
         self.waiting: dict[Task, None] = {}  # on the list (prepare_to_wait), in arrival order
         self.blocked: set[Task] = set()  # ... and asleep in schedule()
 
-    def prepare(self, t: Task) -> None:
-        self.waiting[t] = None
+    def steps(self, cost: int) -> tuple[Callable[[CPU, Task], int], Callable[[CPU, Task], int]]:
+        """prepare_to_wait and finish_wait as Call/Lock steps, each ``cost`` under the queue's lock."""
 
-    def finish(self, t: Task) -> None:
-        self.waiting.pop(t, None)
+        def prepare(cpu: CPU, t: Task) -> int:
+            self.waiting[t] = None
+            return cost
+
+        def finish(cpu: CPU, t: Task) -> int:
+            self.waiting.pop(t, None)
+            return cost
+
+        return prepare, finish
 
     def sleep(self, t: Task) -> int:
         if t not in self.waiting:  # woken since prepare_to_wait
@@ -604,13 +612,7 @@ class Hackbench:
                 wrote[0] = True
                 return copy_ns + tail_ns
 
-            def prepare(cpu: CPU, t: Task) -> int:
-                p.wait.prepare(t)
-                return wq_ns
-
-            def finish(cpu: CPU, t: Task) -> int:
-                p.wait.finish(t)
-                return wq_ns
+            prepare, finish = p.wait.steps(wq_ns)
 
             def wake(cpu: CPU, t: Task) -> int:
                 return wq_ns + p.wait.wake_all(cpu)
@@ -687,13 +689,7 @@ class Hackbench:
             got[0] = True
             return dq_ns + copy_ns
 
-        def prepare(cpu: CPU, t: Task) -> int:
-            p.wait.prepare(t)
-            return wq_ns
-
-        def finish(cpu: CPU, t: Task) -> int:
-            p.wait.finish(t)
-            return wq_ns
+        prepare, finish = p.wait.steps(wq_ns)
 
         def wake(cpu: CPU, t: Task) -> int:
             freed[0] = False
