@@ -648,16 +648,14 @@ class Rcu:
     def _idle_exit(self, cpu: CPU) -> None:
         rdp = self.rdp[cpu.index]
         rdp.epoch += 1
-        if self.v39 and rdp.fnh_armed >= 0 and rdp.fnh_fn is not None:
-            cpu.cancel_jiffy_timer(rdp.fnh_armed, rdp.fnh_fn)  # rcu_cleanup_after_idle: del_timer(idle_gp_timer)
+        throttle = self.fnh_throttle and not rdp.offloaded
+        if (self.v39 or throttle) and rdp.fnh_fn is not None:
+            # v3.9: rcu_cleanup_after_idle's del_timer(idle_gp_timer); fnh_throttle: the tick
+            # restarts, so the next idle entry computes a new wakeup (tick_nohz_stop_sched_tick)
+            cpu.cancel_jiffy_timer(rdp.fnh_armed, rdp.fnh_fn)
             rdp.fnh_armed = -1
             rdp.fnh_fn = None
-        if self.fnh_throttle and not rdp.offloaded:
-            # the tick restarts: the next idle entry computes a new wakeup (tick_nohz_stop_sched_tick)
-            if rdp.fnh_armed >= 0 and rdp.fnh_fn is not None:
-                cpu.cancel_jiffy_timer(rdp.fnh_armed, rdp.fnh_fn)
-            rdp.fnh_armed = -1
-            rdp.fnh_fn = None
+        if throttle:
             # rcu_cleanup_after_idle (idle exit, or rcu_irq_enter from idle): at most once a jiffy,
             # with or without callbacks
             if not self._try_advance_all(rdp, self.env.now // self.m.tick_ns) or not rdp.has_cbs():
