@@ -364,6 +364,7 @@ def test_validation_tab_shows_published_and_simulated(monkeypatch):
         return [
             Row("netns-2014", "rate", "4 CPU nocbno", 40.0, 41.0, "routers/s", "fitted", None, "seed"),
             Row("netns-2014", "ratio", "4 CPU", 0.5, 0.2, "ratio", "predicted", 0.25, "seed"),
+            Row("netns-2014", "rate", "1 CPU nocbno", 40.0, 44.0, "routers/s", "fitted", None, "seed"),
         ]
 
     fake = Story("netns-2014", "t", "seed", "m", rows, {"figures": {"a": 1.0}})
@@ -374,9 +375,11 @@ def test_validation_tab_shows_published_and_simulated(monkeypatch):
     at.button(key="val|netns-2014|run").click().run()
     assert not at.exception and not errors(at), errors(at)
     table = at.table[-1].value
-    assert list(table["role"]) == ["fitted", "predicted"]
-    assert list(table["rel_error"]) == ["+2.5%", "-60.0%"]
+    assert list(table["role"]) == ["fitted", "predicted", "fitted"]
+    assert list(table["rel_error"]) == ["+2.5%", "-60.0%", "+10.0%"]
+    assert list(table["ok"]) == [True, False, False]
     assert any("miss their target" in w.value for w in at.warning)
+    assert any("1 fitted anchor(s) drifted" in w.value and "netns_2014 --fit" in w.value for w in at.warning)
     ui.cached_story_rows.clear()
 
 

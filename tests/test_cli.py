@@ -128,3 +128,26 @@ def test_layering_sim_and_models_never_import_streamlit_or_upward():
             text = f.read_text()
             for b in banned:
                 assert f"import {b}" not in text and f"from {b}" not in text, f"{f} imports {b}"
+
+
+def test_validate_check_reports_a_stale_fit(monkeypatch, capsys):
+    """A fitted row is held to the fit tolerance: an anchor that drifted (the model changed
+    after the fit) fails --check and names the refit command; one within it passes."""
+    from calibration import stories
+    from calibration.validation import FIT_TOLERANCE, Row, Story
+
+    drift = {"value": 1.0 + 2 * FIT_TOLERANCE}
+
+    def rows(opts):
+        return [Row("netns-2014", "rate", "4 CPU nocbno", 250.0, 250.0 * drift["value"], "routers/s", "fitted", None, "seed")]
+
+    fake = Story("netns-2014", "t", "seed", "m", rows, {"figures": {"a": 1.0}})
+    monkeypatch.setattr(stories, "get", lambda name: fake)
+    rc, out, _ = run_cli(["validate", "netns-2014", "--check"], capsys)
+    assert rc == 1
+    assert "stale fit: netns-2014 'rate' (4 CPU nocbno) is +10.0% from its anchor" in out
+    assert "python -m calibration.stories.netns_2014 --fit" in out
+    drift["value"] = 1.0 + FIT_TOLERANCE / 2
+    rc, out, _ = run_cli(["validate", "netns-2014", "--check", "--json"], capsys)
+    row = json.loads(out)["rows"][0]
+    assert rc == 0 and row["ok"] and row["tolerance"] == FIT_TOLERANCE and row["target"] is None

@@ -172,7 +172,7 @@ def test_story_contract_and_predictions(shared_runs, capsys):
     by = {r.config: r for r in rows}
     assert by["rt6"].target == by["rt7-lateral"].target == by["rt7-adaptive"].target == 0.20
     assert by["vanilla"].target is None
-    assert abs(by["vanilla"].rel_error) < 0.05  # the fit used two seeds; this runs one
+    assert by["vanilla"].ok, by["vanilla"].rel_error  # within the fit tolerance with one seed
     # what the model achieves (docs/readme/locks.md): the order of the four kernels and the
     # adaptive time are right; rt6 and rt7-lateral are too fast (misses: -60 % and -36 % with
     # three seeds), i.e. the model's convoys are weaker than the real ones

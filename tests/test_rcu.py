@@ -176,7 +176,8 @@ def test_netns_story_contract():
     assert {r.role for r in rows} == {"fitted", "predicted"}
     fitted = [r for r in rows if r.role == "fitted"]
     # the two absolute nocbno anchors (add, add + exec); every ratio is a prediction
-    assert len(fitted) == 2 and all(abs(r.rel_error) < 0.15 for r in fitted)
+    # the fit used three seeds, this runs one: still within the fit tolerance, else it is stale
+    assert len(fitted) == 2 and all(r.ok for r in fitted), [(r.config, r.rel_error) for r in fitted]
     assert {r.config for r in fitted} == {"4 CPU nocbno"}
     for r in rows:
         assert math.isfinite(r.simulated) and r.source.startswith("000_")

@@ -463,6 +463,7 @@ def test_validate_cli_runs_both_stories_with_json_and_check():
     rows = doc["rows"]
     assert {r["story"] for r in rows} == {"urcu-membarrier-2020", "rcu-sync-2015"}
     assert len(rows) == 9
+    assert all(r["ok"] for r in rows if r["role"] == "fitted"), rows  # no stale fit
     missed = [r for r in rows if not r["ok"]]
     assert (p.returncode == 1) == bool(missed)
 

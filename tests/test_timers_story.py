@@ -75,5 +75,6 @@ def test_validate_cli_json_check(capsys):
     for r in rows:
         assert {"story", "metric", "config", "reference", "simulated", "unit", "role", "rel_error", "target", "source"} <= set(r)
         assert (r["target"] is None) == (r["role"] == "fitted")
-    # --check: exit 1 exactly when a predicted row misses its target
+    assert all(r["ok"] for r in rows if r["role"] == "fitted")  # the fit has not gone stale
+    # --check: exit 1 exactly when a row misses its target (or a fitted one its anchor)
     assert rc == (0 if all(r["ok"] for r in rows) else 1), err

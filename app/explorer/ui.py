@@ -610,14 +610,20 @@ def validation_tab(story: str, page: content.StoryPage, story_obj: Any) -> None:
             st.info("The story produced no rows.")
             return
         df = pd.DataFrame(rows)
-        cols = ["metric", "config", "reference", "simulated", "unit", "role", "rel_error", "target", "ok", "note"]
+        cols = ["metric", "config", "reference", "simulated", "unit", "role", "rel_error", "tolerance", "ok", "note"]
         df = df[[c for c in cols if c in df.columns]]
         shown = df.copy()
         for c in ("reference", "simulated"):
             shown[c] = [_fmt(v) if v is not None else "-" for v in df[c]]
         shown["rel_error"] = [f"{100 * v:+.1f}%" if isinstance(v, (int, float)) else "-" for v in df["rel_error"]]
-        shown["target"] = [f"±{100 * v:.0f}%" if isinstance(v, (int, float)) else "-" for v in df["target"]]
+        shown["tolerance"] = [f"±{100 * v:.0f}%" if isinstance(v, (int, float)) else "-" for v in df["tolerance"]]
         st.table(shown)
+        stale = [r for r in rows if r.get("role") == "fitted" and not r.get("ok")]
+        if stale:
+            st.warning(
+                f"{len(stale)} fitted anchor(s) drifted from their published figure: the model changed after the "
+                f"fit; refit with python -m calibration.stories.{story.replace('-', '_')} --fit."
+            )
         misses = [r for r in rows if r.get("role") == "predicted" and not r.get("ok")]
         if misses:
             st.warning(f"{len(misses)} predicted figure(s) miss their target: the model does not reproduce them yet.")

@@ -31,7 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     v.add_argument("--seeds", type=int, default=3, help="replications per simulated figure (default 3)")
     v.add_argument("--json", action="store_true", help='print {"rows": [...]}')
-    v.add_argument("--check", action="store_true", help="exit 1 if a predicted row misses its target")
+    v.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 if a predicted row misses its target or a fitted row has drifted from its anchor (stale fit)",
+    )
     v.set_defaults(fn=cmd_validate)
 
 
@@ -87,7 +91,7 @@ def print_rows(rows: list[Row], out) -> None:  # type: ignore[no-untyped-def]
             r.unit,
             r.role,
             "-" if err != err else f"{100 * err:+.1f}%",
-            "-" if r.target is None else f"±{100 * r.target:.0f}%",
+            "-" if r.tolerance is None else f"±{100 * r.tolerance:.0f}%" + (" fit" if r.role == "fitted" else ""),
             "yes" if r.ok else "MISS",
         )
     Console(file=out, width=160).print(t)
@@ -118,6 +122,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print_rows(rows, sys.stdout)
         for p in pending:
             print(f"not yet validated: {p}")
+        for r in rows:
+            if r.role == "fitted" and not r.ok:
+                module = r.story.replace("-", "_")
+                print(
+                    f"stale fit: {r.story} '{r.metric}' ({r.config}) is {100 * r.rel_error:+.1f}% from its anchor; "
+                    f"the model changed after the fit: refit with python -m calibration.stories.{module} --fit"
+                )
     if args.check and not all(r.ok for r in rows):
         return 1
     return 0
