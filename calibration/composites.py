@@ -240,6 +240,12 @@ def pi_futex_rows(
         extra = s.model_extra or {}
         ops, waits = extra.get("ops"), extra.get("kernel_waits")
         fast = f"{1.0 - float(waits) / float(ops):.1%}" if ops and waits is not None else "n/a"
+        vcs = extra.get("voluntary_switches")  # newer collector runs count them
+        sleeps = (
+            f"voluntary context switches per op: measured {float(vcs) / float(ops):.2g}, simulated sleeps"
+            if ops and vcs is not None
+            else "simulated sleeps per op"
+        )
         rows.append(
             Row(
                 story=_story(profile),
@@ -255,7 +261,7 @@ def pi_futex_rows(
                 f"{sim_handoff / 1000:.3g} us; handoffs of {SLOW_HANDOFF / 1000:.3g} us or more (the waiter was "
                 f"not running): measured {_share_at_least(s, SLOW_HANDOFF):.1%}, simulated {sim_slow:.1%}; "
                 f"acquisitions by the user-space cmpxchg: measured {fast}, simulated {sim_fast:.1%}; "
-                f"simulated sleeps per op {sim_sleeps:.2g}; {seeds} seeds "
+                f"{sleeps} {sim_sleeps:.2g}; {seeds} seeds "
                 f"({min(sims):.4g}..{max(sims):.4g} ops/s); {_futex_note(params)}",
             )
         )
