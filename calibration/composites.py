@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from models.workloads.pi_futex import SLOW_HANDOFF
 from sim import scenario as sc
 from sim.units import S
 
@@ -192,6 +193,15 @@ def netns_rows(
     ]
 
 
+def _share_at_least(s: Series, ns: int) -> float:
+    """The share of a series' samples at or above ``ns``, from its full histogram (``ns`` must
+    be a bucket edge; the stored samples are a subsample)."""
+    h = s.histogram
+    total = sum(c for _, _, c in h.buckets) + h.underflow + h.overflow
+    above = sum(c for lo, _, c in h.buckets if lo >= ns) + h.overflow
+    return above / total if total else float("nan")
+
+
 def pi_futex_rows(
     profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, progress: ProgressFn | None = None
 ) -> list[Row]:
@@ -225,6 +235,17 @@ def pi_futex_rows(
         sims = [float(r["throughput_ops_per_s"]) for r in runs]
         sim_handoff = float(np.nanmedian([r["handoff_median_ns"] for r in runs]))
         sim_sleeps = float(np.mean([r.get("locks.pi_futex.sleeps", 0.0) / max(1.0, r["ops"]) for r in runs]))
+        sim_slow = float(np.mean([r["slow_handoff_share"] for r in runs]))
+        sim_fast = float(np.mean([1.0 - r["kernel_waits"] / max(1.0, r["ops"]) for r in runs]))
+        extra = s.model_extra or {}
+        ops, waits = extra.get("ops"), extra.get("kernel_waits")
+        fast = f"{1.0 - float(waits) / float(ops):.1%}" if ops and waits is not None else "n/a"
+        vcs = extra.get("voluntary_switches")  # newer collector runs count them
+        sleeps = (
+            f"voluntary context switches per op: measured {float(vcs) / float(ops):.2g}, simulated sleeps"
+            if ops and vcs is not None
+            else "simulated sleeps per op"
+        )
         rows.append(
             Row(
                 story=_story(profile),
@@ -237,7 +258,10 @@ def pi_futex_rows(
                 target=TARGET,
                 source=f"{profile.source}: items.pi_futex_handoff.series[{s.label}].throughput_ops_per_s",
                 note=f"handoff latency median: measured {float(np.median(s.samples)) / 1000:.3g} us, simulated "
-                f"{sim_handoff / 1000:.3g} us; simulated sleeps per op {sim_sleeps:.2g}; {seeds} seeds "
+                f"{sim_handoff / 1000:.3g} us; handoffs of {SLOW_HANDOFF / 1000:.3g} us or more (the waiter was "
+                f"not running): measured {_share_at_least(s, SLOW_HANDOFF):.1%}, simulated {sim_slow:.1%}; "
+                f"acquisitions by the user-space cmpxchg: measured {fast}, simulated {sim_fast:.1%}; "
+                f"{sleeps} {sim_sleeps:.2g}; {seeds} seeds "
                 f"({min(sims):.4g}..{max(sims):.4g} ops/s); {_futex_note(params)}",
             )
         )

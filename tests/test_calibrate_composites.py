@@ -4,6 +4,7 @@ EEVDF's run-to-parity wakeup preemption, and the PI-futex benchmark over the rt-
 import dataclasses
 
 from calibration.profile import load_profile
+from models.locks.config import LocksConfig
 from sim.channel import Channel
 from sim.machine import Env, Machine
 from sim.ops import Recv, Send, cpu, sleep
@@ -118,6 +119,14 @@ def test_pi_futex_two_threads_spin_and_three_threads_convoy():
     # lock finds the word handed over), and the top waiter spins on the running owner
     assert out[2]["kernel_waits"] >= 0.99 * out[2]["ops"]
     assert out[2]["locks.pi_futex.sleeps"] == 0
+    assert out[2]["slow_handoff_share"] < 0.01  # only the ticks that land in a handoff
+    # a handoff to the spinner holds two rt-mutex passes (the unlock's, under wait_lock, before
+    # the spinner can see the new owner; then the taker's), the notice, and the futex work on
+    # both sides: FUTEX_UNLOCK_PI before the pass, the hash bucket again after the take
+    locks = LocksConfig()
+    op = params.workload["pi_futex"]["futex_op"]
+    floor = 2 * locks.rt_slowpath + locks.cacheline + 2 * op
+    assert floor <= out[2]["handoff_median_ns"] <= floor + 400
     # three threads: two share a CPU, a FIFO convoy of sleeping waiters forms
     assert out[3]["locks.pi_futex.sleeps"] >= 0.9 * out[3]["ops"]
     assert out[3]["throughput_ops_per_s"] < out[2]["throughput_ops_per_s"] / 5

@@ -160,6 +160,11 @@ def test_quick_run_parses_and_has_every_item(collector, tmp_path):
         assert profile["items"][name]["status"] == "skipped"
     assert profile["settings_changed"] == []
     assert not list(tmp_path.glob("p.json.tmp.*"))
+    # the lock items count their threads' context switches: a sleeping waiter switches out
+    # voluntarily, a spinning one does not
+    for name in ("futex_handoff", "pi_futex_handoff"):
+        for s in profile["items"][name]["series"]:
+            assert s["voluntary_switches"] >= 0 and s["involuntary_switches"] >= 0
 
 
 def test_stdout_mode_is_pure_json(collector):

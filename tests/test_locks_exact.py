@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from models.locks.config import LocksConfig
-from models.locks.core import Lock, LockModel, Unlock
+from models.locks.core import Lock, LockModel, RtMutex, Unlock
 from sim.errors import ConfigError
 from sim.ops import cpu, sleep
 from sim.units import MS
@@ -171,6 +171,35 @@ def test_adaptive_waiter_spins_while_the_owner_runs_and_gets_the_lock_without_sl
     assert st["sleeps"] == 0 and st["spins"] == 1
     assert st["spin_ms"] == pytest.approx((10_010 - 1_100) / 1e6)
     assert tb.wakeups == 1  # its fork only: the grant to a spinner is no wakeup
+
+
+def test_today_s_rt_mutex_hands_over_to_the_spinning_top_waiter_after_the_unlock_pass():
+    # top_spin (kernel/locking/rtmutex.c today): mark_wakeup_next_waiter's store to lock->owner
+    # ends the slow unlock's pass under wait_lock, so the spinner sees the handoff after it
+    m = machine(cpus=2)
+    lm = model(m, atomic=10, cacheline=100, rt_slowpath=500)
+    L = RtMutex(lm, "L", lm._stats("L"), lateral=False, adaptive=True, top_spin=True)
+    lm.locks.append(L)
+
+    def a(task):
+        yield Lock(L, 10_000)
+        yield Unlock(L)
+
+    def b(task):
+        yield cpu(1_000)
+        yield Lock(L, 1_000)
+        yield Unlock(L)
+
+    ta, tb = m.spawn(a, "a", affinity=[0]), m.spawn(b, "b", affinity=[1])
+    run(m)
+    # a: fast lock 10 + hold -> releases at 10010; the unlock pass (500) ends in the grant at 10510
+    # b: slow pass 1000-1500, spins as top waiter; notices at 10610, takes it (pass 500 + hold
+    #    1000) -> 12110, fast release -> 12120
+    assert events(lm, "grant") == [("grant", 10_510, "L", tb.tid, ta.tid)]
+    assert [(e[1], e[4]) for e in events(lm, "acquire")] == [(0, "fast"), (10_610, "pending")]
+    assert (ta.ended, tb.ended) == (10_510, 12_120)
+    st = lm.metrics()
+    assert st["sleeps"] == 0 and st["spins"] == 1 and L.owner is None
 
 
 def test_adaptive_spinner_sleeps_when_the_owner_is_preempted():

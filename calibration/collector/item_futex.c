@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@ struct worker {
 	struct lock_test *t;
 	int index, cpu, started;
 	long ops, waited;
+	long nvcsw, nivcsw; /* context switches of this thread during the run (getrusage) */
 	double *lat;
 	long nlat;
 	int err;
@@ -120,6 +122,8 @@ static void *worker_main(void *arg)
 	pin_self_to_cpu(w->cpu);
 	while (!atomic_load(&t->go))
 		sched_yield();
+	struct rusage r0, r1;
+	int have_ru = getrusage(RUSAGE_THREAD, &r0) == 0;
 	while (!atomic_load_explicit(&t->stop, memory_order_relaxed)) {
 		int waited = t->pi ? pi_lock(&t->word, tid) : plain_lock(&t->word);
 		if (waited < 0) {
@@ -147,6 +151,12 @@ static void *worker_main(void *arg)
 			plain_unlock(&t->word);
 		}
 		w->ops++;
+	}
+	if (have_ru && getrusage(RUSAGE_THREAD, &r1) == 0) {
+		w->nvcsw = r1.ru_nvcsw - r0.ru_nvcsw;
+		w->nivcsw = r1.ru_nivcsw - r0.ru_nivcsw;
+	} else {
+		w->nvcsw = w->nivcsw = -1;
 	}
 	return NULL;
 }
@@ -264,11 +274,15 @@ static void handoff_item(item_ctx *ctx, int pi)
 		t1 = now_ns();
 		sampleset s;
 		ss_init(&s);
-		long ops = 0, waited = 0;
+		long ops = 0, waited = 0, nvcsw = 0, nivcsw = 0;
 		int err = fail_rc;
 		for (int i = 0; i < n; i++) {
 			ops += w[i].ops;
 			waited += w[i].waited;
+			if (nvcsw >= 0)
+				nvcsw = w[i].nvcsw < 0 ? -1 : nvcsw + w[i].nvcsw;
+			if (nivcsw >= 0)
+				nivcsw = w[i].nivcsw < 0 ? -1 : nivcsw + w[i].nivcsw;
 			if (w[i].err && !err)
 				err = w[i].err;
 			for (long k = 0; k < w[i].nlat; k++)
@@ -288,6 +302,11 @@ static void handoff_item(item_ctx *ctx, int pi)
 			jv_set(e, "throughput_ops_per_s", jv_num(secs > 0 ? (double)ops / secs : 0));
 			jv_set(e, "kernel_waits", jv_int(waited));
 			jv_set(e, "handoffs", jv_int((long long)s.n));
+			if (nvcsw >= 0 && nivcsw >= 0) {
+				/* a waiter that sleeps switches out voluntarily; one that spins does not */
+				jv_set(e, "voluntary_switches", jv_int(nvcsw));
+				jv_set(e, "involuntary_switches", jv_int(nivcsw));
+			}
 			jv *pto = jv_set(e, "per_thread_ops", jv_arr());
 			for (int i = 0; i < n; i++)
 				jv_push(pto, jv_int(w[i].ops));

@@ -299,7 +299,10 @@ class RtMutex(KernelLock):
     lock ownerless, so nobody spins on it), and a spinner whose CPU must reschedule stops and
     sleeps until the lock is handed to it. Mainline has no pending owner, but a released lock
     with waiters can only be taken by its top waiter or a strictly higher priority
-    (rt_mutex_steal), which is the strict rule here."""
+    (rt_mutex_steal), which is the strict rule here. The slow unlock's pass comes before the
+    handoff (mark_wakeup_next_waiter ends it under wait_lock), so a spinning top waiter sees the
+    lock change hands only after it; a waiter that queued while the handed-over top waiter had
+    not yet taken the lock sleeps, and nothing wakes it when it becomes the top waiter."""
 
     __slots__ = ("pending", "waiters", "spinners", "lateral", "adaptive", "top_spin")
     kind = "rt_mutex"
@@ -472,8 +475,17 @@ class RtMutex(KernelLock):
 
     # -- releasing
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
-        self._dropped(t)
         m = self.model
+        if self.top_spin and self.waiters:
+            # today's slow unlock (rt_mutex_slowunlock, __rt_mutex_futex_unlock): the pass runs
+            # under lock->wait_lock and ends in mark_wakeup_next_waiter, whose store to
+            # lock->owner is the first thing a spinning top waiter can see; the waiter then
+            # needs wait_lock, which the pass holds (kernel/locking/rtmutex.c). So the handoff
+            # follows the pass; the wakeup (rt_mutex_postunlock, wake_up_q) comes after it.
+            t.data["ul_op"] = op
+            t.post = self._unlock_post
+            return m.cfg.rt_slowpath
+        self._dropped(t)
         if not self.waiters:
             self.owner = None
             self.pending = False
@@ -481,8 +493,23 @@ class RtMutex(KernelLock):
             if t.prio != t.base_prio:
                 m.adjust_prio(t, 0)
             return cost + _after(cpu, t, op)
-        # wakeup_next_waiter: the top waiter becomes the pending owner
-        cost = m.cfg.rt_slowpath
+        return m.cfg.rt_slowpath + self._handoff(cpu, t, op)
+
+    def _unlock_post(self, cpu: CPU, t: Task) -> int:
+        """top_spin: the slow unlock's pass is done; hand the lock to the top waiter now."""
+        op: Unlock = t.data.pop("ul_op")
+        self._dropped(t)
+        if not self.waiters:  # pragma: no cover - waiters only leave with the lock
+            self.owner = None
+            self.pending = False
+            return _after(cpu, t, op)
+        return self._handoff(cpu, t, op)
+
+    def _handoff(self, cpu: CPU, t: Task, op: Unlock) -> int:
+        """wakeup_next_waiter / mark_wakeup_next_waiter: the top waiter becomes the pending
+        owner and is woken unless it spins; returns the releaser's cost after the pass."""
+        m = self.model
+        cost = 0
         w = self.waiters[0][2]
         self._dequeue(w)
         self.owner = w

@@ -8,6 +8,8 @@ The futex word holds the owner's TID and the ``FUTEX_WAITERS`` bit (kernel/futex
   entry, the hash-bucket work (``futex_op``), ``futex_lock_pi_atomic`` sets ``FUTEX_WAITERS``
   and the caller blocks on the futex's rt-mutex (``rt_mutex_wait_proxy_lock``), whose wait loop
   spins while it is the top waiter and the owner runs, else sleeps (rt_mutex_slowlock_block);
+  once it has the rt-mutex it takes the hash-bucket lock again (``futex_q_lockptr_lock``,
+  ``fixup_pi_owner``, ``futex_unqueue_pi``) before returning, costed as a second ``futex_op``;
 * unlock: ``cmpxchg(tid -> 0)`` succeeds while ``FUTEX_WAITERS`` is clear; otherwise
   ``futex(FUTEX_UNLOCK_PI)``: with a waiter, ``wake_futex_pi`` writes the top waiter's TID (and
   ``FUTEX_WAITERS``) into the word and hands it the rt-mutex (``mark_wakeup_next_waiter``), so
@@ -32,6 +34,11 @@ from sim.stats import LogHistogram
 from sim.task import Task
 from sim.units import MS, S
 
+SLOW_HANDOFF = 4096
+"""A handoff at least this long (ns) did not reach a running waiter: the waiter slept and was
+woken, or an interrupt came in between (a spinning handoff takes 1-2 us). 4096 is a bucket edge
+of the collector's log2-quarter histograms, so the measured share is exact."""
+
 
 @dataclass(frozen=True)
 class PiFutexConfig:
@@ -47,7 +54,8 @@ class PiFutexConfig:
     warmup: int = knob(5 * MS, doc="span before the measurement starts", unit="ns", min=0, source="engine choice")
     futex_op: int = knob(
         139,
-        doc="futex(2) work besides entry/exit and the rt-mutex: hashing the word, the hash-bucket lock, the pi_state lookup",
+        doc="futex(2) work besides entry/exit and the rt-mutex, per hash-bucket pass: hashing the word, the hash-bucket "
+        "lock, the pi_state lookup (a FUTEX_LOCK_PI that blocks makes a second pass after taking the rt-mutex)",
         unit="ns",
         min=0,
         source="dev-machine profile (calibration/profiles/default.json): pi_futex_uncontended lock_unlock_pair / 2 - "
@@ -80,6 +88,7 @@ class PiFutexBench:
         self.last_release = -1
         self.last_owner = -1
         self.handoff = LogHistogram()
+        self.slow_handoffs = 0
         self.per_thread = [0] * cfg.threads
         ncpu = len(m.cpus)
         for i in range(cfg.threads):
@@ -95,6 +104,9 @@ class PiFutexBench:
         m = self.m
         cs = CpuWork(cfg.critical_section) if cfg.critical_section else None
         futex_call = Syscall(cfg.futex_op)
+        # futex_lock_pi after the rt-mutex is taken: the hash bucket again (futex_q_lockptr_lock,
+        # fixup_pi_owner, futex_unqueue_pi, spin_unlock), the same kind of pass as futex_op's
+        hb_again = CpuWork(cfg.futex_op) if cfg.futex_op else None
         lock_op = self.lock_op
         unlock_op = self.unlock_op
 
@@ -109,12 +121,17 @@ class PiFutexBench:
                         self.waiters_bit = True  # futex_lock_pi_atomic
                     waited = rtm.owner is not None
                     yield lock_op
+                    if waited and hb_again is not None:
+                        yield hb_again
                 now = m.env._now
                 if waited:
                     if now >= self.t_start:
                         self.kernel_waits += 1
                         if self.last_owner != index and self.last_release >= self.t_start:
-                            self.handoff.add(now - self.last_release)
+                            lat = now - self.last_release
+                            self.handoff.add(lat)
+                            if lat >= SLOW_HANDOFF:
+                                self.slow_handoffs += 1
                 if cs is not None:
                     yield cs
                 self.last_owner = index
@@ -140,6 +157,7 @@ class PiFutexBench:
             "throughput_ops_per_s": self.ops / span if span > 0 else float("nan"),
             "kernel_waits": float(self.kernel_waits),
             "handoff_median_ns": self.handoff.percentile(50) if self.handoff.n else float("nan"),
+            "slow_handoff_share": self.slow_handoffs / self.handoff.n if self.handoff.n else float("nan"),
         }
 
     def latency(self) -> dict[str, Any]:
