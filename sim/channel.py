@@ -138,13 +138,13 @@ def install_channel_ops(m: Machine) -> None:
         if was_empty:
             w = ch.readers.waiters
             if w:
-                cost += wake(w.popleft(), cpu)
+                cost += wake(w.popleft(), cpu, False, True)
         if t.pipe_waited:
             t.pipe_waited = False
             if len(pages) < ch.capacity:
                 w = ch.writers.waiters
                 if w:
-                    cost += wake(w.popleft(), cpu)  # wake_next_writer
+                    cost += wake(w.popleft(), cpu, False, True)  # wake_next_writer
         return cost
 
     def commit_plain(cpu: CPU, t: Task) -> int:
@@ -160,7 +160,7 @@ def install_channel_ops(m: Machine) -> None:
         ch.sent += 1
         w = ch.readers.waiters
         if w:
-            return wake(w.popleft(), cpu)
+            return wake(w.popleft(), cpu, False, True)
         return 0
 
     def h_send(cpu: CPU, t: Task, op: Send) -> int:
@@ -202,11 +202,11 @@ def install_channel_ops(m: Machine) -> None:
             if was_full:
                 w = ch.writers.waiters
                 if w:
-                    cost += wake(w.popleft(), cpu)
+                    cost += wake(w.popleft(), cpu, False, True)
             return cost
         w = ch.writers.waiters
         if w:
-            cost += wake(w.popleft(), cpu)
+            cost += wake(w.popleft(), cpu, False, True)
         return cost
 
     def recv_retry(cpu: CPU, t: Task) -> int:
@@ -266,7 +266,7 @@ def install_channel_ops(m: Machine) -> None:
         if was_full:
             w = ch.writers.waiters
             if w:
-                cost += wake(w.popleft(), cpu)
+                cost += wake(w.popleft(), cpu, False, True)
         return cost
 
     m.handle(Send, h_send)
