@@ -44,11 +44,12 @@ class WaitQueue:
             return 0
         return self.m.wake(self.waiters.popleft(), waker)
 
-    def wake_all(self, waker: CPU | None) -> int:
+    def wake_all(self, waker: CPU | None, sync: bool = False) -> int:
+        """Wake every waiter; ``sync`` is WF_SYNC (see :meth:`sim.machine.Machine.wake`)."""
         cost = 0
         w = self.waiters
         while w:
-            cost += self.m.wake(w.popleft(), waker)
+            cost += self.m.wake(w.popleft(), waker, False, sync)
         return cost
 
 
