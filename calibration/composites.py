@@ -14,8 +14,10 @@ Composites and their state:
 * ``pi_futex_handoff`` (PI-futex throughput at 2..2N threads): simulated with the ``pi_futex``
   workload (models/workloads/pi_futex.py) over the rt-mutex of models/locks.
 
-The simulated kernel is the profile's: CPUs, HZ, preemption model and fair-class scheduler
-(``kernel.sched`` = ``eevdf`` from Linux 6.6, see :attr:`calibration.profile.Profile.sched`).
+The simulated kernel is the profile's: CPUs, HZ, preemption model, fair-class scheduler
+(``kernel.sched`` = ``eevdf`` from Linux 6.6, see :attr:`calibration.profile.Profile.sched`) and
+wakeup CPU selection (``kernel.wake_affine`` = ``weight`` from 4.14, WF_SYNC-aware, see
+:attr:`calibration.profile.Profile.wake_affine`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def _story(profile: Profile) -> str:
 
 
 def _base_scenario(profile: Profile, name: str) -> dict[str, Any]:
-    kernel: dict[str, Any] = {"preempt": profile.preempt, "sched": profile.sched}
+    kernel: dict[str, Any] = {"preempt": profile.preempt, "sched": profile.sched, "wake_affine": profile.wake_affine}
     if profile.hz is not None:
         kernel["hz"] = profile.hz
     return {

@@ -329,6 +329,17 @@ class Profile(_Open):
             return "eevdf"
         return "cfs"
 
+    @property
+    def wake_affine(self) -> Literal["prev", "weight"]:
+        """Wakeup CPU selection as rcusim's ``kernel.wake_affine``: ``weight`` (wake_affine_weight
+        with the WF_SYNC discount, Linux 4.14 on) for such kernels, else ``prev``."""
+        import re
+
+        m = re.match(r"(\d+)\.(\d+)", self.machine.kernel_release or "")
+        if m and (int(m.group(1)), int(m.group(2))) >= (4, 14):
+            return "weight"
+        return "prev"
+
     # -- items
     def run_of(self, name: str) -> ItemRun | None:
         """The later run item ``name`` was added from, or None when it comes from the profile's own

@@ -44,11 +44,12 @@ class WaitQueue:
             return 0
         return self.m.wake(self.waiters.popleft(), waker)
 
-    def wake_all(self, waker: CPU | None) -> int:
+    def wake_all(self, waker: CPU | None, sync: bool = False) -> int:
+        """Wake every waiter; ``sync`` is WF_SYNC (see :meth:`sim.machine.Machine.wake`)."""
         cost = 0
         w = self.waiters
         while w:
-            cost += self.m.wake(w.popleft(), waker)
+            cost += self.m.wake(w.popleft(), waker, False, sync)
         return cost
 
 
@@ -138,13 +139,13 @@ def install_channel_ops(m: Machine) -> None:
         if was_empty:
             w = ch.readers.waiters
             if w:
-                cost += wake(w.popleft(), cpu)
+                cost += wake(w.popleft(), cpu, False, True)
         if t.pipe_waited:
             t.pipe_waited = False
             if len(pages) < ch.capacity:
                 w = ch.writers.waiters
                 if w:
-                    cost += wake(w.popleft(), cpu)  # wake_next_writer
+                    cost += wake(w.popleft(), cpu, False, True)  # wake_next_writer
         return cost
 
     def commit_plain(cpu: CPU, t: Task) -> int:
@@ -160,7 +161,7 @@ def install_channel_ops(m: Machine) -> None:
         ch.sent += 1
         w = ch.readers.waiters
         if w:
-            return wake(w.popleft(), cpu)
+            return wake(w.popleft(), cpu, False, True)
         return 0
 
     def h_send(cpu: CPU, t: Task, op: Send) -> int:
@@ -202,11 +203,11 @@ def install_channel_ops(m: Machine) -> None:
             if was_full:
                 w = ch.writers.waiters
                 if w:
-                    cost += wake(w.popleft(), cpu)
+                    cost += wake(w.popleft(), cpu, False, True)
             return cost
         w = ch.writers.waiters
         if w:
-            cost += wake(w.popleft(), cpu)
+            cost += wake(w.popleft(), cpu, False, True)
         return cost
 
     def recv_retry(cpu: CPU, t: Task) -> int:
@@ -266,7 +267,7 @@ def install_channel_ops(m: Machine) -> None:
         if was_full:
             w = ch.writers.waiters
             if w:
-                cost += wake(w.popleft(), cpu)
+                cost += wake(w.popleft(), cpu, False, True)
         return cost
 
     m.handle(Send, h_send)

@@ -21,7 +21,9 @@ Design (why it looks like this):
   the previous CPU if idle, then any idle CPU, then the less loaded of previous and waker CPU
   (select_task_rq_fair / select_idle_sibling); an idle CPU pulls a waiting task
   (newidle balance) and busy CPUs kick idle ones (nohz balance kick) or pull from a busier one
-  every few ticks.
+  every few ticks. ``kernel.sched = "eevdf"`` replaces CFS's pick, preemption and placement by
+  6.18's EEVDF (the ``CPU._eevdf_*`` and ``eevdf_*`` methods); ``kernel.wake_affine = "weight"``
+  selects the wakeup CPU as 4.14+ does for WF_SYNC wakeups (:meth:`Machine._select_cpu_weight`).
 * The tick runs at HZ on CPUs that are not idle; with NO_HZ idle it stops while a CPU idles and
   restarts, aligned to the jiffy grid, when the CPU wakes.
 
@@ -31,7 +33,7 @@ Time is integer nanoseconds. Nothing here is global: a Machine owns everything i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -121,6 +123,8 @@ class Env(simpy.Environment):
                         ns = t.remaining
                         t.run_ns += ns
                         if not t.prio:
+                            if t.vcredit:
+                                ns = t.eevdf_uncredited(ns)
                             t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
                         t.remaining = 0
                         step = not (ev.irqs or ev.softirq_pending or ev.need_resched)
@@ -290,7 +294,7 @@ class CPU:
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "tick_gen", "tick_at", "jiffy_timers",
-        "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "nev",
+        "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "nev", "delayed", "load_avg",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -334,6 +338,8 @@ class CPU:
         self._eid = self.env._eid
         self._handlers = machine.handlers  # the same dict: Machine.handle adds to it
         self._dispatch_b = self._dispatch  # bound once (the action after a switch or an irq)
+        self.delayed: list[Task] = []  # eevdf: sleepers kept on the queue by DELAY_DEQUEUE
+        self.load_avg = 0  # wake_affine = "weight": runnable weight averaged at the tick (PELT-like)
 
     # ------------------------------------------------------------------ timed actions
     def _after(self, delay: int, action: Callable[[], None]) -> None:
@@ -384,7 +390,10 @@ class CPU:
             return 0
         v = t.vruntime
         if self.seg_active:
-            v += (self.env._now - self.seg_start) * 1024 // t.weight
+            e = self.env._now - self.seg_start
+            if t.vcredit:
+                e = max(0, e - t.vcredit)
+            v += e * 1024 // t.weight
         return v
 
     # ------------------------------------------------------------------ run queue
@@ -648,6 +657,8 @@ class CPU:
     def _charge(self, t: Task, ns: int) -> None:
         t.run_ns += ns
         if not t.prio:
+            if t.vcredit:
+                ns = t.eevdf_uncredited(ns)
             t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
 
     def update_min_vruntime(self) -> int:
@@ -677,6 +688,191 @@ class CPU:
             self.min_vruntime = v
         return self.min_vruntime
 
+    # ------------------------------------------------------------------ EEVDF (kernel.sched = "eevdf")
+    def _eevdf_entities(self) -> list[Task]:
+        """The fair tasks in this CPU's tree (kernel/sched/fair.c ``tasks_timeline``): queued
+        ones and sleepers whose dequeue is delayed; the running task is not among them."""
+        rq = self.rq
+        ents = [q for _, _, seq, q in rq if seq == q._rq_seq and q.state == RUNNABLE and not q.on_cpu and not q.prio]
+        if len(rq) > 2 * len(ents) + 32:  # drop stale heap entries (EEVDF takes tasks from inside the heap)
+            self.rq = rq = [e for e in rq if e[2] == e[3]._rq_seq and e[3].state == RUNNABLE and not e[3].on_cpu]
+            heapify(rq)
+        if self.delayed:
+            ents.extend(self.delayed)
+        return ents
+
+    def _eevdf_lag_limit(self, t: Task) -> int:
+        # update_entity_lag: lag is clamped to max(2 slices, one tick) of virtual time
+        m = self.m
+        return max(2 * m.sched_slice, m.tick_ns) * 1024 // t.weight
+
+    def _eevdf_dequeue_sleeper(self, t: Task) -> None:
+        """dequeue_entity for a task going to sleep: with DELAY_DEQUEUE a task that is not
+        eligible (it received more than its share) stays in the tree, still counted in the
+        average, until it is picked or woken; otherwise it leaves with its lag
+        (update_entity_lag: average vruntime minus its own, clamped)."""
+        ents = self._eevdf_entities()
+        v = t.vruntime
+        w = t.weight
+        swv = v * w
+        load = w
+        for q in ents:
+            swv += q.vruntime * q.weight
+            load += q.weight
+        if ents and v * load > swv:
+            t.delayed = True
+            self.m.seq += 1
+            t._rq_seq = self.m.seq  # its place among equal deadlines
+            self.delayed.append(t)
+            return
+        lim = self._eevdf_lag_limit(t)
+        t.vlag = max(-lim, min(lim, swv // load - v))
+
+    def eevdf_set_lag(self, t: Task) -> None:
+        """update_entity_lag for ``t`` leaving this queue (it is counted in the average even
+        if already taken off the heap): the average vruntime minus its own, clamped."""
+        ents = [q for q in self._eevdf_entities() if q is not t]
+        swv = t.vruntime * t.weight
+        load = t.weight
+        for q in ents:
+            swv += q.vruntime * q.weight
+            load += q.weight
+        c = self.curr
+        if c is not None and c is not t and not c.prio and c.state == RUNNABLE and c.on_cpu:
+            swv += self.curr_vruntime() * c.weight
+            load += c.weight
+        lim = self._eevdf_lag_limit(t)
+        t.vlag = max(-lim, min(lim, swv // load - t.vruntime))
+
+    def _eevdf_finish_delayed(self, t: Task, v_avg: int) -> int:
+        """The delayed sleeper leaves the tree; returns its lag. DELAY_ZERO clips positive lag
+        to zero (finish_delayed_dequeue_entity, requeue_delayed_entity)."""
+        self.delayed.remove(t)
+        t.delayed = False
+        lim = self._eevdf_lag_limit(t)
+        t.vlag = min(0, max(-lim, min(lim, v_avg - t.vruntime)))
+        return v_avg - t.vruntime
+
+    def _eevdf_pick(self, prev: Task | None) -> Task | None:
+        """pick_next_entity / __pick_eevdf (kernel/sched/fair.c, 6.18): the running task keeps
+        the CPU while it is eligible and inside its protected slice (RUN_TO_PARITY); otherwise
+        the eligible entity (vruntime not above the load-weighted average) with the earliest
+        virtual deadline runs. A delayed sleeper that would be picked leaves the tree instead
+        and the pick is repeated. ``prev`` is the task that ran, back in the queue if runnable."""
+        while True:
+            ents = self._eevdf_entities()
+            if not ents:
+                return None
+            if len(ents) == 1:
+                best = ents[0]
+            else:
+                swv = load = 0
+                for q in ents:
+                    swv += q.vruntime * q.weight
+                    load += q.weight
+                best = None
+                if (
+                    prev is not None
+                    and prev.state == RUNNABLE
+                    and not prev.prio
+                    and not prev.delayed
+                    and prev.vruntime < prev.vprot
+                    and prev.vruntime * load <= swv
+                ):
+                    best = prev
+                else:
+                    for q in ents:
+                        if q.vruntime * load <= swv and (
+                            best is None
+                            or q.deadline < best.deadline
+                            or (q.deadline == best.deadline and q._rq_seq < best._rq_seq)
+                        ):
+                            best = q
+                if best is None:  # cannot happen with positive weights; the smallest vruntime is eligible
+                    best = min(ents, key=lambda q: q.vruntime)
+                if best.delayed:
+                    self._eevdf_finish_delayed(best, swv // load)
+                    continue
+            assert best is not None
+            if best.delayed:
+                self._eevdf_finish_delayed(best, best.vruntime)
+                continue
+            best._rq_seq = 0
+            self.nr_queued -= 1
+            return best
+
+    def eevdf_place(self, t: Task, fork: bool) -> None:
+        """place_entity: a woken task keeps its lag (PLACE_LAG, scaled so that adding it to
+        the average does not shrink it) and gets a deadline one slice on (half a slice for a
+        new task, PLACE_DEADLINE_INITIAL); sleepers get no other credit."""
+        ents = self._eevdf_entities()
+        swv = load = 0
+        for q in ents:
+            swv += q.vruntime * q.weight
+            load += q.weight
+        c = self.curr
+        if c is not None and not c.prio and c.state == RUNNABLE and c.on_cpu:
+            swv += self.curr_vruntime() * c.weight
+            load += c.weight
+        lag = 0
+        if load:
+            avg = swv // load
+            if t.vlag:
+                lag = t.vlag * (load + t.weight) // load
+        else:
+            avg = self.update_min_vruntime()
+        t.vruntime = avg - lag
+        vslice = self.m.sched_slice * 1024 // t.weight
+        t.deadline = t.vruntime + (vslice // 2 if fork else vslice)
+
+    def eevdf_requeue_delayed(self, t: Task) -> None:
+        """A delayed sleeper woken before it left the tree (ttwu_runnable, ENQUEUE_DELAYED):
+        it keeps its place unless its lag has turned positive meanwhile, in which case
+        DELAY_ZERO places it afresh with no lag (requeue_delayed_entity)."""
+        self.delayed.remove(t)
+        t.delayed = False
+        ents = self._eevdf_entities()
+        swv = t.vruntime * t.weight
+        load = t.weight
+        for q in ents:
+            swv += q.vruntime * q.weight
+            load += q.weight
+        c = self.curr
+        if c is not None and not c.prio and c.state == RUNNABLE and c.on_cpu:
+            swv += self.curr_vruntime() * c.weight
+            load += c.weight
+        if swv // load - t.vruntime > 0:
+            t.vlag = 0
+            self.eevdf_place(t, False)
+
+    def eevdf_wakeup_preempt(self, curr: Task, t: Task) -> bool:
+        """check_preempt_wakeup_fair (kernel/sched/fair.c, 6.18) with ``t`` already queued:
+        update_curr first (a used-up slice gets a new deadline; past its protected slice the
+        task is rescheduled), then preempt only if __pick_eevdf would now pick ``t``: the
+        running task is kept while it is eligible and protected, else the eligible entity with
+        the earliest deadline wins (the running task on a strictly earlier deadline)."""
+        v = self.curr_vruntime()
+        if v >= curr.deadline:
+            curr.deadline = v + self.m.sched_slice * 1024 // curr.weight
+        if v >= curr.vprot:
+            return True
+        ents = self._eevdf_entities()
+        swv = v * curr.weight
+        load = curr.weight
+        for q in ents:
+            swv += q.vruntime * q.weight
+            load += q.weight
+        curr_ok = v * load <= swv
+        if curr_ok:
+            return False  # eligible and protected (RUN_TO_PARITY)
+        best = None
+        for q in ents:
+            if q.vruntime * load <= swv and (
+                best is None or q.deadline < best.deadline or (q.deadline == best.deadline and q._rq_seq < best._rq_seq)
+            ):
+                best = q
+        return best is t
+
     def _schedule(self) -> None:
         """Pick the next task (__schedule): the previous one goes back to the queue if it is
         still runnable; an empty queue tries to pull work before going idle."""
@@ -684,19 +880,28 @@ class CPU:
         now = self.env._now
         self.need_resched = False
         prev = self.curr
+        eevdf = m.eevdf
+        if eevdf and prev is not None and prev.state == T_BLOCKED and not prev.prio:
+            self._eevdf_dequeue_sleeper(prev)
         if prev is not None and prev.state == RUNNABLE:
+            if eevdf and not prev.prio and prev.vruntime >= prev.deadline:
+                prev.deadline = prev.vruntime + m.sched_slice * 1024 // prev.weight  # update_deadline
             prev.on_cpu = False
             self._enqueue(prev)
-        # _pop, inlined
         nxt = None
         rq = self.rq
-        while rq:
-            _, _, seq, q = heappop(rq)
-            if seq == q._rq_seq and q.state == RUNNABLE and not q.on_cpu:
-                self.nr_queued -= 1
-                q._rq_seq = 0
-                nxt = q
-                break
+        head = self._peek() if eevdf else None
+        if eevdf and (head is None or not head.prio):
+            nxt = self._eevdf_pick(prev)
+        else:
+            # _pop, inlined
+            while rq:
+                _, _, seq, q = heappop(rq)
+                if seq == q._rq_seq and q.state == RUNNABLE and not q.on_cpu:
+                    self.nr_queued -= 1
+                    q._rq_seq = 0
+                    nxt = q
+                    break
         extra = 0
         if nxt is None:
             nxt = m._newidle_pull(self)
@@ -737,6 +942,8 @@ class CPU:
         nxt.wait_ns += waited
         m.wake_latency.add(waited)
         nxt.slice_exec = nxt.run_ns
+        if eevdf:
+            nxt.vprot = nxt.deadline  # set_protect_slice (RUN_TO_PARITY; every slice is the base slice)
         cost = m.jit_sched.apply(m.costs.context_switch) + extra
         index = self.index
         if nxt.ran_cpu != index:
@@ -745,6 +952,10 @@ class CPU:
                 cost += m.jit_sched.apply(m.costs.migration)
             nxt.ran_cpu = index
         nxt.cpu = index
+        if eevdf and not nxt.prio:
+            # exec_start is set when the task is picked (set_next_entity), so the switch itself
+            # (switch_mm, switch_to, finish_task_switch) is charged to the next task's vruntime
+            nxt.vruntime += cost * 1024 // nxt.weight
         self.switches += 1
         # self._after(cost, self._dispatch_b), inlined
         self.gen += 1
@@ -861,14 +1072,20 @@ class CPU:
             ran = t.run_ns - t.slice_exec
             head = self._peek()
             if m.eevdf:
-                # update_curr / update_deadline: the slice is used up, pick again (pick_eevdf)
-                if head is not None and (head.prio or ran >= m.sched_slice):
+                # update_curr: update_deadline gives a used-up slice a new deadline, and the task
+                # is rescheduled once it has run past its protected slice (!protect_slice)
+                v = self.curr_vruntime()
+                if v >= t.deadline:
+                    t.deadline = v + m.sched_slice * 1024 // t.weight
+                if head is not None and (head.prio or v >= t.vprot):
                     self.need_resched = True
-                    t.slice_exec = t.run_ns  # a new deadline, one slice on
             elif head is not None and (head.prio or ran > period // nr):
                 self.need_resched = True
             elif head is not None and ran > m.sched_min_granularity and t.vruntime - head.vruntime > period // nr:
                 self.need_resched = True
+        if m.wake_affine_weight:
+            # PELT (kernel/sched/pelt.c) halves a load's weight every 32 ms; sampled at the tick here
+            self.load_avg = (self.load_avg * m.pelt_y + m._cpu_load(self) * (1024 - m.pelt_y)) >> 10
         extra = 0
         if self.curr is not None and self.nr_queued:
             extra = m._busy_balance(self)
@@ -911,6 +1128,9 @@ class Machine:
         self.tasks: list[Task] = []
         self.preempt_full = kernel.preempt == "full"
         self.wake_affine_waker = kernel.wake_affine == "waker"
+        self.wake_affine_weight = kernel.wake_affine == "weight"
+        # PELT decay per tick, 1024ths: y^32 = 1/2 with a 1 ms period (LOAD_AVG_PERIOD)
+        self.pelt_y = round(1024 * 0.5 ** (1 / (kernel.hz * 0.032)))
         self.tick_ns = max(1, 1_000_000_000 // kernel.hz)
         # periodic load_balance of a CPU-level domain: every sd_weight ms (balance_interval)
         self.balance_ticks = max(1, config.cpus * kernel.hz // 1000)
@@ -1047,16 +1267,39 @@ class Machine:
         self.wake(t, from_cpu, fork=True)
         return t
 
-    def wake(self, t: Task, waker: CPU | None, fork: bool = False) -> int:
+    def wake(self, t: Task, waker: CPU | None, fork: bool = False, sync: bool = False) -> int:
         """Make a blocked task runnable (try_to_wake_up); returns the cost to the waker.
-        Waking a task that is not blocked does nothing and costs nothing."""
+        Waking a task that is not blocked does nothing and costs nothing. ``sync`` is WF_SYNC
+        (a pipe's wake_up_interruptible_sync_poll): the waker is about to sleep or yield, which
+        ``wake_affine = "weight"`` takes into account."""
         if t.state != T_BLOCKED:
             return 0
         t.state = RUNNABLE
         t.wakeups += 1
         cpus = self.cpus
-        target = cpus[t.cpu] if fork else self._select_cpu(t, waker)
-        if not t.prio:
+        eevdf_cost = -1
+        requeued = t.delayed
+        if requeued:  # eevdf: still in its CPU's tree (DELAY_DEQUEUE); ttwu_runnable keeps it there
+            target = cpus[t.cpu]
+            target.eevdf_requeue_delayed(t)
+        else:
+            target = cpus[t.cpu] if fork else self._select_cpu(t, waker, sync)
+        if t.prio or requeued:
+            pass
+        elif self.eevdf:
+            if waker is not None:
+                wt = waker.curr
+                if wt is not None and wt is not t and not wt.prio and wt.on_cpu:
+                    # try_to_wake_up runs select_task_rq and takes the run queue's lock before
+                    # it enqueues the wakee (update_curr, place_entity): the waker's wakeup work
+                    # is in its vruntime when the wakee is placed, not after
+                    pre = self.jit_sched.apply(self.costs.wakeup)
+                    wt.vruntime += pre * 1024 // wt.weight
+                    wt.vcredit += pre
+                    eevdf_cost = pre
+            if not (target.curr is t and t.on_cpu):
+                target.eevdf_place(t, fork)
+        else:
             old = cpus[t.cpu] if t.cpu >= 0 else target
             tmin = target.update_min_vruntime()
             if old is not target:
@@ -1073,7 +1316,7 @@ class Machine:
             return 0
         apply = self.jit_sched.apply
         costs = self.costs
-        cost = apply(costs.wakeup)
+        cost = eevdf_cost if eevdf_cost >= 0 else apply(costs.wakeup)
         if sent:
             cost += apply(costs.ipi_send)  # the waker sends the IPI
         return cost
@@ -1096,7 +1339,7 @@ class Machine:
         else:
             preempt = target.curr_vruntime() - t.vruntime > self.sched_wakeup_granularity
             if self.eevdf:
-                preempt = self._eevdf_wakeup_preempt(target, curr, t)
+                preempt = target.eevdf_wakeup_preempt(curr, t)
         if preempt:
             target.need_resched = True
             if target is not waker and not target.resched_pending:
@@ -1104,18 +1347,6 @@ class Machine:
                 self.send_ipi(waker, target, self._resched_done, name="resched ipi")
                 return True
         return False
-
-    def _eevdf_wakeup_preempt(self, target: CPU, curr: Task, t: Task) -> bool:
-        """kernel.sched = "eevdf": check_preempt_wakeup_fair (kernel/sched/fair.c, 6.6+), with
-        equal weights. update_curr reschedules a task that has used its protected slice
-        (RUN_TO_PARITY; here one base slice of run time since it was picked); otherwise the
-        wakee preempts only if __pick_eevdf would pick it: the eligible task with the earliest
-        deadline. A wakee placed at the queue's min_vruntime floor (no lag kept, no credit)
-        never has an earlier deadline than the task at the head of the queue, so in this
-        emulation a wakeup preempts only a task whose slice is used up. (A fuller emulation
-        with deadlines, PLACE_LAG and DELAY_DEQUEUE over-schedules messaging tenfold; see
-        docs/readme/calibration.md.)"""
-        return curr.run_ns - curr.slice_exec >= self.sched_slice
 
     @staticmethod
     def _kick_done(cpu: CPU) -> int:
@@ -1143,7 +1374,7 @@ class Machine:
         assert best is not None
         return best
 
-    def _select_cpu(self, t: Task, waker: CPU | None) -> CPU:
+    def _select_cpu(self, t: Task, waker: CPU | None, sync: bool = False) -> CPU:
         cpus = self.cpus
         n = len(cpus)
         prev = cpus[t.cpu] if t.cpu >= 0 else (waker or cpus[0])
@@ -1168,6 +1399,8 @@ class Machine:
                     best, best_prio = c, cp
             return best
         aff = t.affinity
+        if self.wake_affine_weight:
+            return self._select_cpu_weight(t, prev, waker, sync)
         if (
             self.wake_affine_waker
             and waker is not None
@@ -1186,6 +1419,53 @@ class Machine:
             if waker.nr_queued + (waker.curr is not None) < prev.nr_queued + (prev.curr is not None):
                 return waker
         return prev
+
+    def _select_cpu_weight(self, t: Task, prev: CPU, waker: CPU | None, sync: bool) -> CPU:
+        """select_task_rq_fair of 4.14+ for a fair task (kernel/sched/fair.c): wake_affine
+        chooses between the waker's CPU and the previous one (wake_affine_idle: an idle waker
+        CPU, or a sync waker alone on its CPU, or an idle previous CPU; else
+        wake_affine_weight), then select_idle_sibling prefers the choice if idle, the previous
+        CPU if idle, any idle CPU, and else keeps the choice. Loads are the weights of the
+        runnable tasks averaged at the tick with PELT's 32 ms half-life; the wakee's own load
+        (task_h_load(p), small for a task that mostly sleeps) is left out of both sides."""
+        aff = t.affinity
+        target = prev
+        if waker is not None and waker is not prev and (aff is None or waker.index in aff):
+            if waker.curr is None and waker.nr_queued == 0:
+                target = prev if prev.curr is None and prev.nr_queued == 0 else waker
+            elif sync and waker.nr_running == 1:
+                target = waker
+            elif prev.curr is None and prev.nr_queued == 0:
+                target = prev
+            else:
+                this_load = waker.load_avg
+                if sync and waker.curr is not None and not waker.curr.prio:
+                    this_load -= waker.curr.weight  # task_h_load(current), a running task's weight
+                this_eff = this_load * 100
+                # WA_BIAS: the previous CPU's load counts imbalance_pct / 2 more (MC domain: 117)
+                prev_eff = prev.load_avg * (100 + (117 - 100) // 2) + (1 if sync else 0)
+                if this_eff < prev_eff:
+                    target = waker
+        if target.curr is None and target.nr_queued == 0:
+            return target
+        if prev is not target and prev.curr is None and prev.nr_queued == 0:
+            return prev
+        n = len(self.cpus)
+        for k in range(1, n):
+            c = self.cpus[(target.index + k) % n]
+            if c.curr is None and c.nr_queued == 0 and (aff is None or c.index in aff):
+                return c
+        return target
+
+    @staticmethod
+    def _cpu_load(c: CPU) -> int:
+        load = 0
+        if c.curr is not None and not c.curr.prio:
+            load += c.curr.weight
+        for _, _, seq, q in c.rq:
+            if seq == q._rq_seq and q.state == RUNNABLE and not q.on_cpu and not q.prio:
+                load += q.weight
+        return load
 
     def _newidle_pull(self, cpu: CPU) -> Task | None:
         """newidle balance: an idle CPU takes a waiting task from the busiest run queue,
@@ -1233,8 +1513,17 @@ class Machine:
 
     @staticmethod
     def _migrate_vruntime(t: Task, src: CPU, dst: CPU) -> None:
-        if not t.prio:
-            t.vruntime += dst.update_min_vruntime() - src.update_min_vruntime()
+        if t.prio:
+            return
+        if src.m.eevdf:
+            # a queued task moving CPUs is dequeued with its lag (update_entity_lag, clamped) and
+            # placed on the new queue with it; PLACE_REL_DEADLINE keeps its deadline's distance
+            src.eevdf_set_lag(t)
+            rel = t.deadline - t.vruntime
+            dst.eevdf_place(t, False)
+            t.deadline = t.vruntime + rel
+            return
+        t.vruntime += dst.update_min_vruntime() - src.update_min_vruntime()
 
     def _wake_ksoftirqd(self, cpu: CPU) -> None:
         k = cpu.ksoftirqd

@@ -42,13 +42,17 @@ class KernelConfig:
         source="kernel/Kconfig.preempt",
     )
     nohz_idle: bool = knob(True, doc="CONFIG_NO_HZ_IDLE: stop the tick on idle CPUs", source="kernel/time/Kconfig")
-    wake_affine: Literal["prev", "waker"] = knob(
+    wake_affine: Literal["prev", "waker", "weight"] = knob(
         "prev",
         doc="where select_task_rq_fair sends a wakeup: 'prev' (4.x+ wake_affine_idle: the wakee's previous CPU "
-        "if it is idle, else an idle CPU near it, else the less loaded of previous and waker CPU) or 'waker' "
+        "if it is idle, else an idle CPU near it, else the less loaded of previous and waker CPU), 'waker' "
         "(2.6.3x-3.x wake_affine: the waker's CPU when it is no busier than the previous one, else the previous; "
-        "then an idle CPU near the choice)",
-        source="kernel/sched/fair.c select_task_rq_fair, wake_affine",
+        "then an idle CPU near the choice) or 'weight' (4.14+: wake_affine_idle, then wake_affine_weight with the "
+        "WF_SYNC discount of a pipe wakeup: the waker's CPU unless its load, the waker's own taken off and the "
+        "wakee's added, exceeds the previous CPU's by half the domain's imbalance_pct; loads are the queued weights, "
+        "not PELT averages; wake_wide is not modelled; then select_idle_sibling)",
+        source="kernel/sched/fair.c select_task_rq_fair, wake_affine, wake_affine_idle, wake_affine_weight, "
+        "select_idle_sibling; kernel/sched/topology.c sd_init (imbalance_pct 117)",
     )
     gentle_fair_sleepers: bool = knob(
         True,
@@ -69,10 +73,14 @@ class KernelConfig:
         "cfs",
         doc="fair-class wakeup preemption and slices: 'cfs' (2.6.23-6.5: a wakee preempts when its vruntime is "
         "wakeup_granularity behind, sleepers get sched_latency / 2 of credit, the tick ends a slice of the period) or "
-        "'eevdf' (6.6+: RUN_TO_PARITY, the current task keeps the CPU until it has run one base slice since it was "
-        "picked, wakeups and the tick only then preempt; sleepers are placed without credit)",
-        source="kernel/sched/fair.c (check_preempt_wakeup_fair, pick_eevdf, update_deadline, place_entity); "
-        "kernel/sched/features.h RUN_TO_PARITY",
+        "'eevdf' (6.6+, as 6.18 with its default features: the eligible task with the earliest virtual deadline "
+        "runs; the current task keeps the CPU while it is eligible and inside its slice (RUN_TO_PARITY); a woken "
+        "task keeps the lag it slept with (PLACE_LAG) and preempts only if it would be picked; an ineligible "
+        "sleeper stays queued until picked or woken (DELAY_DEQUEUE, DELAY_ZERO); the context switch is charged "
+        "to the next task)",
+        source="kernel/sched/fair.c (__pick_eevdf, set_protect_slice, update_curr, check_preempt_wakeup_fair, "
+        "place_entity, update_entity_lag, dequeue_entity, requeue_delayed_entity, set_next_entity); "
+        "kernel/sched/features.h",
     )
     sched_base_slice: int = knob(
         700 * US,

@@ -29,6 +29,7 @@ class Task:
         "kthread", "parent", "exit_waiters", "started", "wait_since", "last_ran",
         "run_ns", "wait_ns", "nvcsw", "nivcsw", "migrations", "wakeups", "ended", "data",
         "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec", "op", "pipe_waited", "on_end",
+        "deadline", "vlag", "vprot", "delayed", "vcredit",
     )  # fmt: skip
 
     def __init__(
@@ -78,6 +79,13 @@ class Task:
         self.on_cpu = False
         self.ran_cpu = -1  # CPU it last ran on (a different one costs a migration)
         self.slice_exec = 0  # run_ns when it was last picked (for the CFS slice check)
+        # kernel.sched = "eevdf" (sim/machine.py, kernel/sched/fair.c): virtual deadline, lag kept
+        # across a sleep, the vruntime up to which the slice is protected, delayed dequeue
+        self.deadline = 0
+        self.vlag = 0
+        self.vprot = 0
+        self.delayed = False
+        self.vcredit = 0  # eevdf: run time already in vruntime (a waker's wakeup work, see Machine.wake)
         self.data: dict[str, Any] = {}  # per-task state of models (lock nesting, reader state...)
         self._rq_seq = 0
         # scratch state of the op handlers, in slots rather than ``data`` (they run per message):
@@ -85,6 +93,12 @@ class Task:
         self.pipe_waited = False  # the writer waited for room in a pipe (sim/channel.py)
         # what the script's end yields first (Machine._process: the exit), or None: the task ends
         self.on_end: Callable[[], Any] | None = None
+
+    def eevdf_uncredited(self, ns: int) -> int:
+        """The part of ``ns`` of run time not yet in the vruntime (see ``vcredit``)."""
+        d = min(ns, self.vcredit)
+        self.vcredit -= d
+        return ns - d
 
     @property
     def rt(self) -> bool:

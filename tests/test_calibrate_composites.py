@@ -1,5 +1,6 @@
 """The mechanisms behind the held-back composite rows: fs/pipe.c page accounting of a pipe,
-EEVDF's run-to-parity wakeup preemption, and the PI-futex benchmark over the rt-mutex."""
+EEVDF (run-to-parity, eligibility, delayed dequeue, the switch charged to the next task),
+WF_SYNC-aware wake_affine, and the PI-futex benchmark over the rt-mutex."""
 
 import dataclasses
 
@@ -97,6 +98,90 @@ def test_eevdf_wakee_waits_for_the_running_task_to_use_its_slice():
     # or a wakeup, so the sleeper runs at the first tick after that (HZ 100: 10 ms)
     assert ends["cfs"] < 200 * US
     assert ends["eevdf"] >= 700 * US
+
+
+def test_eevdf_protects_the_running_task_only_while_it_is_eligible():
+    # __pick_eevdf drops an ineligible current task before RUN_TO_PARITY's check: a sleeper
+    # that kept positive lag (PLACE_LAG) preempts a hog at once even inside the hog's slice
+    m = _sched_machine("eevdf")
+    runs = []
+
+    def hog(task):
+        yield cpu(20 * MS)
+
+    def sleeper(task):
+        yield cpu(1 * US)  # forked behind the hog: it waits out the hog's slice and gains lag
+        runs.append(m.now)
+        yield sleep(100 * US)
+        woke = m.now
+        yield cpu(1 * US)
+        runs.append(m.now - woke)
+
+    m.spawn(hog, "hog")
+    m.spawn(sleeper, "sleeper")
+    run(m, 50 * MS)
+    assert runs[0] >= 700 * US  # the hog was eligible and protected: it kept its slice
+    assert runs[1] <= 2 * US  # now the hog is behind (ineligible): the woken sleeper runs at once
+
+
+def test_eevdf_delays_the_dequeue_of_an_ineligible_sleeper():
+    # DELAY_DEQUEUE: a task that goes to sleep having had more than its share stays in the
+    # tree (and in the average) until it is picked or woken; woken, it keeps its vruntime
+    m = _sched_machine("eevdf")
+    seen = {}
+
+    def hog(task):
+        yield cpu(20 * MS)
+
+    def sleeper(task):
+        yield cpu(1 * MS)  # runs first, alone, then competes with the hog for its slice
+        seen["v"] = task.vruntime
+        yield sleep(50 * US)
+        seen["v_woken"] = task.vruntime
+
+    t = m.spawn(sleeper, "sleeper")
+    m.spawn(hog, "hog")
+    m.env.run(until=m.env.timeout(1 * MS + 20 * US))
+    assert t.delayed and t in m.cpus[0].delayed
+    run(m, 30 * MS)  # woken still behind: it runs once the hog's slice ends (at the 10 ms tick)
+    assert not t.delayed and seen["v_woken"] == seen["v"]
+
+
+def test_eevdf_charges_the_context_switch_to_the_next_task():
+    # exec_start is set when a task is picked, so the switch is part of its run time (vruntime)
+    k = KernelConfig(hz=100, preempt="voluntary", sched="eevdf")
+    m = Machine(Env(), MachineConfig(cpus=1), k, dataclasses.replace(ZERO_COSTS, context_switch=5 * US), Streams(1))
+
+    def task(t):
+        yield cpu(10 * US)
+
+    a = m.spawn(task, "a")
+    run(m, 1 * MS)
+    assert a.vruntime == 15 * US
+
+
+def test_sync_wakeup_goes_to_the_wakers_cpu_with_wake_affine_weight():
+    # wake_affine_weight: the waker CPU's load, without the waker itself for a WF_SYNC wakeup,
+    # against the previous CPU's load with the imbalance bias. Three hogs against two: a plain
+    # wakeup stays on the previous CPU, a sync one (the waker will sleep) goes to the waker's
+    k = KernelConfig(hz=100, preempt="voluntary", sched="eevdf", wake_affine="weight")
+    m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS), Streams(1))
+
+    def hog(task):
+        yield cpu(1000 * MS)
+
+    def idle(task):
+        yield sleep(1 * MS)
+
+    for c in (0, 1, 0, 1, 0):
+        m.spawn(hog, f"hog{c}", affinity=[c])
+    w = m.spawn(idle, "wakee")
+    run(m, 300 * MS)  # the tick averages each CPU's load
+    w.cpu = 1
+    prev, waker = m.cpus[1], m.cpus[0]
+    assert 1.3 * prev.load_avg < waker.load_avg < 1.7 * prev.load_avg
+    assert m._select_cpu(w, waker, sync=False) is prev
+    assert m._select_cpu(w, waker, sync=True) is waker
 
 
 def test_pi_futex_two_threads_spin_and_three_threads_convoy():

@@ -73,9 +73,12 @@ class Messaging:
         return 0 if self.started else self.start_wq.block(t)
 
     def _release(self, cpu: CPU, t: Task) -> int:
+        # the parent writes one byte to the wakeup pipe every child polls: pipe_write wakes the
+        # pollers with wake_up_interruptible_sync_poll (fs/pipe.c), and pollwake passes the sync
+        # flag on to try_to_wake_up (fs/select.c __pollwake): sync wakeups
         self.started = True
         self.start_ns = self.m.now
-        return self.start_wq.wake_all(cpu)
+        return self.start_wq.wake_all(cpu, sync=True)
 
     def _sender(self, group: int):
         cfg = self.cfg
