@@ -90,12 +90,15 @@ def rt_three_tasks(policy, trace=False):
 def test_rt_strict_handoff_reserves_the_lock_for_the_sleeping_pending_owner():
     m, lm, L, (a, b, c) = rt_three_tasks("strict")
     run(m)
-    # a: 5000 idle exit, lock at 5000, release at 15010 (grant b, slow unlock 100) -> 15110
-    # b: at 6000 slow path 100, sleeps at 6100; woken at 15010, its CPU leaves idle at 20010,
-    #    takes the lock (slow pass 100) -> 20110, releases (grants c, 100) -> 20210
-    # c: at 15050 finds b pending, may not steal, slow 100, sleeps at 15150; woken at 20110,
-    #    idle exit -> 25110, slow pass 100 + hold 2000 -> 27210, fast release 10 -> 27220
-    assert (a.ended, b.ended, c.ended) == (15_110, 20_210, 27_220)
+    # a: 5000 idle exit, lock at 5000, release at 15010: the slow unlock's pass (100) ends in
+    #    the grant to b at 15110 -> 15110
+    # b: at 6000 slow path 100, sleeps at 6100; woken at 15110, its CPU leaves idle at 20110,
+    #    takes the lock (slow pass 100) -> 20210, releases: pass 100, grants c at 20310
+    # c: at 15050 spins on wait_lock (a's pass holds it) until 15110, then finds b pending,
+    #    may not steal, slow 100, sleeps at 15210; woken at 20310, idle exit -> 25310, slow
+    #    pass 100 + hold 2000 -> 27410, fast release 10 -> 27420
+    assert (a.ended, b.ended, c.ended) == (15_110, 20_310, 27_420)
+    assert [e[1] for e in events(lm, "grant")] == [15_110, 20_310]
     assert [e[3] for e in events(lm, "acquire")] == [a.tid, b.tid, c.tid]
     assert events(lm, "steal") == []
     st = lm.metrics()
@@ -105,11 +108,12 @@ def test_rt_strict_handoff_reserves_the_lock_for_the_sleeping_pending_owner():
 def test_rt_lateral_steal_takes_the_lock_from_a_pending_owner_that_has_not_run():
     m, lm, L, (a, b, c) = rt_three_tasks("lateral")
     run(m)
-    # c at 15050 steals from b (pending, its CPU still leaving idle): slow 100 + hold 2000
-    # -> release at 17150 (no waiters: fast, 10) -> 17160. b runs at 20010, finds the lock
-    # free, slow pass 100 -> 20110, fast release -> 20120.
-    assert (a.ended, b.ended, c.ended) == (15_110, 20_120, 17_160)
-    assert [(e[1], e[3], e[4], e[5], e[6]) for e in events(lm, "steal")] == [(15_050, c.tid, b.tid, 0, 0)]
+    # c at 15050 spins on wait_lock until a's unlock pass has made b the pending owner and
+    # woken it (15110), then steals from b (its CPU still leaving idle): slow 100 + hold 2000
+    # -> release at 17210 (no waiters: fast, 10) -> 17220. b runs at 20110, finds the lock
+    # free, slow pass 100 -> 20210, fast release -> 20220.
+    assert (a.ended, b.ended, c.ended) == (15_110, 20_220, 17_220)
+    assert [(e[1], e[3], e[4], e[5], e[6]) for e in events(lm, "steal")] == [(15_110, c.tid, b.tid, 0, 0)]
     st = lm.metrics()
     assert st["steals"] == 1 and st["lateral_steals"] == 1 and st["sleeps"] == 1
 
@@ -164,12 +168,13 @@ def test_adaptive_waiter_spins_while_the_owner_runs_and_gets_the_lock_without_sl
 
     ta, tb = m.spawn(a, "a", affinity=[0]), m.spawn(b, "b", affinity=[1])
     run(m)
-    # b: slow path at 1000 -> spins from 1100; granted at 10010 (a pays 100 -> 10110);
-    #    notices at once, slow pass 100 + hold 1000 -> 11110, fast release -> 11120
-    assert (ta.ended, tb.ended) == (10_110, 11_120)
+    # b: slow path at 1000 -> spins from 1100; a releases at 10010, its pass (100) ends in the
+    #    grant at 10110; b notices at once, slow pass 100 + hold 1000 -> 11210, fast release
+    #    -> 11220
+    assert (ta.ended, tb.ended) == (10_110, 11_220)
     st = lm.metrics()
     assert st["sleeps"] == 0 and st["spins"] == 1
-    assert st["spin_ms"] == pytest.approx((10_010 - 1_100) / 1e6)
+    assert st["spin_ms"] == pytest.approx((10_110 - 1_100) / 1e6)
     assert tb.wakeups == 1  # its fork only: the grant to a spinner is no wakeup
 
 
@@ -202,6 +207,40 @@ def test_today_s_rt_mutex_hands_over_to_the_spinning_top_waiter_after_the_unlock
     assert st["sleeps"] == 0 and st["spins"] == 1 and L.owner is None
 
 
+def test_rt_slow_unlock_pass_holds_wait_lock_and_is_not_preempted():
+    # 2.6.24-rt rt_spin_lock_slowunlock: wait_lock (raw, interrupts off) from the start of the
+    # pass to the end of wakeup_next_waiter's wakeup, so an RT task woken on the releaser's CPU
+    # meanwhile runs only after the handoff
+    m = machine(cpus=2, preempt="full")
+    lm = model(m, preempt_rt=True, policy="strict", atomic=10, cacheline=0, rt_slowpath=1_000)
+    L = lm.new_lock("spinlock", "L")
+    started = []
+
+    def a(task):
+        yield Lock(L, 10_000)
+        yield Unlock(L)
+        yield cpu(1_000)
+
+    def b(task):
+        yield cpu(1_000)
+        yield Lock(L)
+        yield Unlock(L)
+
+    def r(task):  # wakes in the middle of a's slow unlock pass (10010-11010)
+        yield sleep(10_500)
+        started.append(m.env.now)
+        yield cpu(5_000)
+
+    ta = m.spawn(a, "a", affinity=[0])
+    m.spawn(b, "b", affinity=[1])
+    m.spawn(r, "r", affinity=[0], policy="fifo", prio=10)
+    run(m)
+    assert events(lm, "grant")[0][1] == 11_010
+    assert started == [11_010]
+    assert ta.ended == 11_010 + 5_000 + 1_000  # preempted after the pass, then its 1 us
+    assert ta.preempt_count == 0
+
+
 def test_adaptive_spinner_sleeps_when_the_owner_is_preempted():
     m = machine(cpus=2, preempt="full")
     lm = model(m, preempt_rt=True, policy="adaptive", atomic=10, cacheline=0, rt_slowpath=100)
@@ -227,9 +266,10 @@ def test_adaptive_spinner_sleeps_when_the_owner_is_preempted():
     sleeps = events(lm, "sleep")
     # b spun from 1100 until a was switched out at 5000, then slept (owner not running)
     assert [(e[1], e[3], e[4]) for e in sleeps] == [(5_000, tb.tid, False)]
-    # a resumes at 25000 and releases at 25000 + 45000 + 10 = 70010
-    assert [e[1] for e in events(lm, "release") if e[3] == ta.tid] == [70_010]
-    assert tb.ended == 70_010 + 100 + 10  # woken on its idle CPU at once, slow pass, release
+    # a resumes at 25000 and unlocks at 25000 + 45000 + 10 = 70010; its slow pass ends in the
+    # handoff to b at 70110
+    assert [e[1] for e in events(lm, "release") if e[3] == ta.tid] == [70_110]
+    assert tb.ended == 70_110 + 100 + 10  # woken on its idle CPU at once, slow pass, release
 
 
 def test_priority_inheritance_lets_the_owner_run_above_a_medium_rt_task():

@@ -174,7 +174,7 @@ def test_story_contract_and_predictions(shared_runs, capsys):
     assert by["vanilla"].target is None
     assert by["vanilla"].ok, by["vanilla"].rel_error  # within the fit tolerance with one seed
     # what the model achieves (docs/readme/locks.md): the order of the four kernels and the
-    # adaptive time are right; rt6 and rt7-lateral are too fast (misses: -60 % and -36 % with
+    # adaptive time are right; rt6 and rt7-lateral are too fast (misses: -60 % and -38 % with
     # three seeds), i.e. the model's convoys are weaker than the real ones
     assert by["all"].ok, by["all"].note
     assert by["rt7-adaptive"].ok, by["rt7-adaptive"]

@@ -33,24 +33,25 @@ def three_tasks(policy):
 def test_strict_handoff_shows_the_pending_owner_interval_then_ownership():
     doc = three_tasks("strict")
     # times as in test_rt_strict_handoff_reserves_the_lock_for_the_sleeping_pending_owner: a
-    # owns L 5000-15010; b is pending owner from the grant until its CPU has left idle (20010),
-    # owns it until it grants c (20110); c is pending until 25110 and owns it until 27210
+    # owns L 5000-15110 (its slow unlock's pass ends in the grant); b is pending owner from the
+    # grant until its CPU has left idle (20110), owns it until its own pass grants c (20310); c
+    # is pending until 25310 and owns it until 27410
     assert lock_spans(doc, "lock L") == [
-        ("lock", "a", 5_000, 15_010),
-        ("lock_pending", "pending b", 15_010, 20_010),
-        ("lock", "b", 20_010, 20_110),
-        ("lock_pending", "pending c", 20_110, 25_110),
-        ("lock", "c", 25_110, 27_210),
+        ("lock", "a", 5_000, 15_110),
+        ("lock_pending", "pending b", 15_110, 20_110),
+        ("lock", "b", 20_110, 20_310),
+        ("lock_pending", "pending c", 20_310, 25_310),
+        ("lock", "c", 25_310, 27_410),
     ]
 
 
 def test_a_lateral_steal_ends_the_pending_interval_and_starts_the_thief_s_ownership():
     doc = three_tasks("lateral")
     assert lock_spans(doc, "lock L") == [
-        ("lock", "a", 5_000, 15_010),
-        ("lock_pending", "pending b (robbed by c)", 15_010, 15_050),
-        ("lock", "c", 15_050, 17_150),
-        ("lock", "b", 20_010, 20_110),
+        ("lock", "a", 5_000, 15_110),
+        ("lock_pending", "pending b (robbed by c)", 15_110, 15_110),
+        ("lock", "c", 15_110, 17_210),
+        ("lock", "b", 20_110, 20_210),
     ]
 
 

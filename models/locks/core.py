@@ -293,6 +293,17 @@ class RtMutex(KernelLock):
     waiter's priority; blocked owners pass the boost along the chain (rt_mutex_adjust_prio_chain,
     at most max_lock_depth steps).
 
+    The slow unlock follows the order of the 2.6.24-rt rt_spin_lock_slowunlock and
+    rt_mutex_slowunlock (the -rt patch's kernel/rtmutex.c): take ``lock->wait_lock`` (a raw
+    spinlock, interrupts off), and only at the end of the pass does wakeup_next_waiter dequeue
+    the top waiter, store it as pending owner in ``lock->owner`` and wake it
+    (wake_up_process_mutex), all still under ``wait_lock``; then ``wait_lock`` is dropped and the
+    releaser de-boosts itself. So the releaser cannot be preempted from the start of the pass to
+    the end of the wakeup, and a task entering the slow path meanwhile spins on ``wait_lock``
+    (spin_lock_irqsave) before it can look at the lock: it then sees the pending owner, and
+    takes it only if it may steal. (``wait_lock`` is otherwise a cost, not a lock: a releaser
+    arriving during a waiter's pass is not held up.)
+
     ``top_spin`` selects today's spinning rules instead (kernel/locking/rtmutex.c,
     rt_mutex_slowlock_block and rtmutex_spin_on_owner, 5.15+): only the top waiter spins, only
     on an owner that has taken the lock (a woken top waiter that has not yet run leaves the
@@ -304,7 +315,7 @@ class RtMutex(KernelLock):
     lock change hands only after it; a waiter that queued while the handed-over top waiter had
     not yet taken the lock sleeps, and nothing wakes it when it becomes the top waiter."""
 
-    __slots__ = ("pending", "waiters", "spinners", "lateral", "adaptive", "top_spin")
+    __slots__ = ("pending", "waiters", "spinners", "lateral", "adaptive", "top_spin", "unlocking", "wl_spinners")
     kind = "rt_mutex"
 
     def __init__(
@@ -317,6 +328,8 @@ class RtMutex(KernelLock):
         self.lateral = lateral
         self.adaptive = adaptive
         self.top_spin = top_spin
+        self.unlocking: Task | None = None  # a releaser in its slow pass, holding wait_lock
+        self.wl_spinners: list[Task] = []  # tasks spinning on wait_lock meanwhile
 
     # -- the waiter list
     def top_waiter(self) -> Task | None:
@@ -417,6 +430,15 @@ class RtMutex(KernelLock):
     def _slow(self, cpu: CPU, t: Task, cost: int) -> int:
         """One pass of rt_spin_lock_slowlock / rt_mutex_slowlock under wait_lock: take or
         steal, else queue; then (after ``cost``) :meth:`_wait`."""
+        if self.unlocking is not None and self.unlocking is not t:
+            # spin_lock_irqsave(&lock->wait_lock): a releaser's slow pass holds it
+            t.preempt_count += 1
+            d = t.data
+            d["spinning"] = True
+            d["spin_tok"] = d.get("spin_tok", 0) + 1
+            self.wl_spinners.append(t)
+            t.post = self._wl_spin_post
+            return SPIN_QUANTUM
         if self._try_take(t):
             op: Lock = t.data.pop("lk_op")
             return cost + _hold(cpu, t, op)
@@ -473,41 +495,74 @@ class RtMutex(KernelLock):
     def _wake_post(self, cpu: CPU, t: Task) -> int:
         return self._slow(cpu, t, self.model.cfg.rt_slowpath)
 
+    def _wl_spin_post(self, cpu: CPU, t: Task) -> int:
+        """Spinning on wait_lock: go on until the releaser drops it, then do the pass."""
+        if self.unlocking is not None:
+            t.post = self._wl_spin_post
+            return SPIN_QUANTUM
+        t.data["spinning"] = False
+        t.preempt_count -= 1
+        return self._slow(cpu, t, self.model.cfg.rt_slowpath)
+
     # -- releasing
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
         m = self.model
-        if self.top_spin and self.waiters:
-            # today's slow unlock (rt_mutex_slowunlock, __rt_mutex_futex_unlock): the pass runs
-            # under lock->wait_lock and ends in mark_wakeup_next_waiter, whose store to
-            # lock->owner is the first thing a spinning top waiter can see; the waiter then
-            # needs wait_lock, which the pass holds (kernel/locking/rtmutex.c). So the handoff
-            # follows the pass; the wakeup (rt_mutex_postunlock, wake_up_q) comes after it.
+        if self.waiters:
+            # the slow unlock: its pass runs under lock->wait_lock and ends in the handoff.
+            # Today's (top_spin; rt_mutex_slowunlock, __rt_mutex_futex_unlock in
+            # kernel/locking/rtmutex.c): mark_wakeup_next_waiter's store to lock->owner is the
+            # first thing a spinning top waiter can see, and the wakeup (rt_mutex_postunlock,
+            # wake_up_q) comes after wait_lock is dropped. 2.6.24-rt (rt_spin_lock_slowunlock,
+            # rt_mutex_slowunlock): wakeup_next_waiter sets the pending owner and wakes it at
+            # the end of the pass, wait_lock held (with interrupts off) until the wakeup is done.
             t.data["ul_op"] = op
             t.post = self._unlock_post
+            if not self.top_spin:
+                t.preempt_count += 1
+                self.unlocking = t
             return m.cfg.rt_slowpath
         self._dropped(t)
-        if not self.waiters:
-            self.owner = None
-            self.pending = False
-            cost = m.cfg.atomic
-            if t.prio != t.base_prio:
-                m.adjust_prio(t, 0)
-            return cost + _after(cpu, t, op)
-        return m.cfg.rt_slowpath + self._handoff(cpu, t, op)
+        self.owner = None
+        self.pending = False
+        cost = m.cfg.atomic
+        if t.prio != t.base_prio:
+            m.adjust_prio(t, 0)
+        return cost + _after(cpu, t, op)
 
     def _unlock_post(self, cpu: CPU, t: Task) -> int:
-        """top_spin: the slow unlock's pass is done; hand the lock to the top waiter now."""
+        """The slow unlock's pass is done; hand the lock to the top waiter now."""
         op: Unlock = t.data.pop("ul_op")
         self._dropped(t)
         if not self.waiters:  # pragma: no cover - waiters only leave with the lock
             self.owner = None
             self.pending = False
+            self._wl_drop(t)
             return _after(cpu, t, op)
-        return self._handoff(cpu, t, op)
+        if self.top_spin:
+            return self._handoff(cpu, t, op)
+        cost = self._handoff(cpu, t, None)
+        t.data["ul_op"] = op
+        t.post = self._unlock_done
+        return cost
 
-    def _handoff(self, cpu: CPU, t: Task, op: Unlock) -> int:
+    def _unlock_done(self, cpu: CPU, t: Task) -> int:
+        """2.6.24-rt: the wakeup under wait_lock is done; drop wait_lock, then ``after``."""
+        op: Unlock = t.data.pop("ul_op")
+        self._wl_drop(t)
+        return _after(cpu, t, op)
+
+    def _wl_drop(self, t: Task) -> None:
+        if self.unlocking is t:
+            self.unlocking = None
+            t.preempt_count -= 1
+            for s in self.wl_spinners:
+                self.model.notice(s)
+            self.wl_spinners.clear()
+
+    def _handoff(self, cpu: CPU, t: Task, op: Unlock | None) -> int:
         """wakeup_next_waiter / mark_wakeup_next_waiter: the top waiter becomes the pending
-        owner and is woken unless it spins; returns the releaser's cost after the pass."""
+        owner and is woken unless it spins; returns the releaser's cost after the pass (with
+        ``op``'s ``after`` unless ``op`` is None)."""
         m = self.model
         cost = 0
         w = self.waiters[0][2]
@@ -534,7 +589,7 @@ class RtMutex(KernelLock):
         for s in self.spinners:
             if s is not w:
                 m.notice(s)  # the owner changed: spinners retry (and may steal)
-        return cost + _after(cpu, t, op)
+        return cost if op is None else cost + _after(cpu, t, op)
 
     def owner_off_cpu(self) -> None:
         """The owner stopped running: adaptive spinners go to sleep."""
