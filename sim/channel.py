@@ -71,8 +71,8 @@ class Channel:
     """
 
     __slots__ = (
-        "m", "name", "capacity", "buf", "readers", "writers", "latency", "sent", "received",
-        "message_bytes", "pages", "last_end",
+        "m", "name", "capacity", "buf", "readers", "writers", "latency", "received",
+        "message_bytes", "pages", "last_end", "commit",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, name: str = "", capacity: int = 16, message_bytes: int | None = None) -> None:
@@ -88,11 +88,17 @@ class Channel:
         self.readers = WaitQueue(machine, f"{name}.readers")
         self.writers = WaitQueue(machine, f"{name}.writers")
         self.latency: LogHistogram | None = None
-        self.sent = 0
         self.received = 0
         self.message_bytes = message_bytes
         self.pages: deque[int] = deque()  # paged mode: unread messages of each page in use, oldest first
         self.last_end = 0  # paged mode: offset + len of the last page
+        # what a send does when its copy ends (install_channel_ops: the paged or the plain commit)
+        self.commit = machine.channel_commit[message_bytes is not None]
+
+    @property
+    def sent(self) -> int:
+        """Messages written so far (those read and those still in the channel)."""
+        return self.received + len(self.buf)
 
 
 def install_channel_ops(m: Machine) -> None:
@@ -133,7 +139,6 @@ def install_channel_ops(m: Machine) -> None:
             return BLOCKED
         payload = op.payload
         buf.append(env._now if payload is None else (env._now, payload))
-        ch.sent += 1
         cost = 0
         if was_empty:
             w = ch.readers.waiters
@@ -157,7 +162,6 @@ def install_channel_ops(m: Machine) -> None:
             return BLOCKED
         payload = op.payload
         ch.buf.append(env._now if payload is None else (env._now, payload))
-        ch.sent += 1
         w = ch.readers.waiters
         if w:
             return wake(w.popleft(), cpu)
@@ -166,7 +170,7 @@ def install_channel_ops(m: Machine) -> None:
     def h_send(cpu: CPU, t: Task, op: Send) -> int:
         # the copy into the pipe is the op's CPU time; the message is there when it ends
         t.op = op
-        t.post = commit_plain if op.channel.message_bytes is None else commit_paged
+        t.post = op.channel.commit  # commit_paged or commit_plain
         # apply(send_cost), inlined (see Jitter)
         if send_cost <= 0:
             return send_cost
@@ -239,26 +243,25 @@ def install_channel_ops(m: Machine) -> None:
                 cost = 1
         if ch.message_bytes is None:
             return take(cpu, t, ch, cost)
-        # take(), paged, inlined (the usual receive)
+        # take(), paged, inlined (the usual receive); the op loop has set t.retval to None
         sent_at = buf.popleft()
         if sent_at.__class__ is tuple:
-            sent_at, payload = sent_at
-        else:
-            payload = None
+            sent_at, t.retval = sent_at
         ch.received += 1
         lat = ch.latency
         if lat is not None:
-            # lat.add(now - sent_at), inlined (see LogHistogram.pending)
-            pend = lat.pending
-            pend.append(env._now - sent_at)
-            if len(pend) >= FLUSH:
-                lat.flush()
-        t.retval = payload
+            # lat.add(now - sent_at), inlined (see LogHistogram.pending); flushed below
+            lat.pending.append(env._now - sent_at)
         pages = ch.pages
         n = pages[0] - 1
         if n:
             pages[0] = n
             return cost
+        # The first page is freed: also the time to bin the buffered latencies, if enough (at
+        # most PAGE_SIZE / message_bytes receives later than add() would; binning is exact
+        # whenever it happens).
+        if lat is not None and len(lat.pending) >= FLUSH:
+            lat.flush()
         was_full = len(pages) >= ch.capacity
         pages.popleft()
         if not pages:
@@ -269,5 +272,6 @@ def install_channel_ops(m: Machine) -> None:
                 cost += wake(w.popleft(), cpu)
         return cost
 
+    m.channel_commit = (commit_plain, commit_paged)
     m.handle(Send, h_send)
     m.handle(Recv, h_recv)

@@ -950,6 +950,9 @@ class Machine:
         self.done = env.event()
         from .channel import install_channel_ops
 
+        # a Channel's commit of a send: (unpaged, paged), set by install_channel_ops
+        self.channel_commit: tuple[Callable[[CPU, Task], int], Callable[[CPU, Task], int]]
+
         self.handle(Syscall, self._h_syscall)
         self.handle(Sleep, self._h_sleep)
         self.handle(Spawn, self._h_spawn)
