@@ -175,10 +175,10 @@ def install_channel_ops(m: Machine) -> None:
         if send_cost <= 0:
             return send_cost
         try:
-            v = int(send_cost * pop())
+            v = (send_cost * pop()).__trunc__()
         except IndexError:
             refill()
-            v = int(send_cost * pop())
+            v = (send_cost * pop()).__trunc__()
         return v if v > 0 else 1
 
     def take(cpu: CPU, t: Task, ch: Channel, cost: int) -> int:
@@ -235,10 +235,10 @@ def install_channel_ops(m: Machine) -> None:
             cost = recv_cost
         else:
             try:
-                cost = int(recv_cost * pop())
+                cost = (recv_cost * pop()).__trunc__()
             except IndexError:
                 refill()
-                cost = int(recv_cost * pop())
+                cost = (recv_cost * pop()).__trunc__()
             if cost <= 0:
                 cost = 1
         if ch.message_bytes is None:
