@@ -944,6 +944,9 @@ class Machine:
         self.idle_exit_latency: Callable[[CPU], int] = self._default_idle_exit
         self._jit_idle = streams.jitter("idle", costs.jitter_cv)
         self.cpus = [CPU(self, i) for i in range(config.cpus)]
+        n = config.cpus
+        # for each CPU, the others in the order a search starting after it visits them
+        self._others = [tuple(self.cpus[(i + k) % n] for k in range(1, n)) for i in range(n)]
         if tracer is not None:
             for c in self.cpus:
                 c.tid = tracer.track(f"CPU {c.index}", pid=1, sort=c.index)
@@ -1186,9 +1189,7 @@ class Machine:
             prev = waker  # 3.x wake_affine: pull the wakee to the (no busier) waking CPU
         if prev.curr is None and prev.nr_queued == 0:  # prev.idle
             return prev
-        pi = prev.index
-        for k in range(1, n):
-            c = cpus[(pi + k) % n]
+        for c in self._others[prev.index]:
             if c.curr is None and c.nr_queued == 0 and (aff is None or c.index in aff):
                 return c
         if waker is not None and waker is not prev and (aff is None or waker.index in aff):
