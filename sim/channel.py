@@ -167,13 +167,17 @@ def install_channel_ops(m: Machine) -> None:
             return wake(w.popleft(), cpu)
         return 0
 
+    def h_send_free(cpu: CPU, t: Task, op: Send) -> int:
+        # h_send when sending costs nothing (no draw, as apply(0))
+        t.op = op
+        t.post = op.channel.commit
+        return send_cost
+
     def h_send(cpu: CPU, t: Task, op: Send) -> int:
         # the copy into the pipe is the op's CPU time; the message is there when it ends
         t.op = op
         t.post = op.channel.commit  # commit_paged or commit_plain
-        # apply(send_cost), inlined (see Jitter)
-        if send_cost <= 0:
-            return send_cost
+        # apply(send_cost), inlined (see Jitter); send_cost > 0 here
         try:
             v = (send_cost * pop()).__trunc__()
         except IndexError:
@@ -190,7 +194,7 @@ def install_channel_ops(m: Machine) -> None:
         ch.received += 1
         lat = ch.latency
         if lat is not None:
-            lat.add(env._now - sent_at)
+            lat.pending.append(env._now - sent_at)  # lat.add, inlined as in h_recv
         t.retval = payload
         if ch.message_bytes is not None:
             # pipe_read: a page whose last byte is read is freed; freeing a slot of a full ring wakes a writer
@@ -199,6 +203,8 @@ def install_channel_ops(m: Machine) -> None:
             if n:
                 pages[0] = n
                 return cost
+            if lat is not None and len(lat.pending) >= FLUSH:
+                lat.flush()
             was_full = len(pages) >= ch.capacity
             pages.popleft()
             if not pages:
@@ -208,6 +214,8 @@ def install_channel_ops(m: Machine) -> None:
                 if w:
                     cost += wake(w.popleft(), cpu)
             return cost
+        if lat is not None and len(lat.pending) >= FLUSH:
+            lat.flush()
         w = ch.writers.waiters
         if w:
             cost += wake(w.popleft(), cpu)
@@ -273,5 +281,5 @@ def install_channel_ops(m: Machine) -> None:
         return cost
 
     m.channel_commit = (commit_plain, commit_paged)
-    m.handle(Send, h_send)
+    m.handle(Send, h_send if send_cost > 0 else h_send_free)
     m.handle(Recv, h_recv)
