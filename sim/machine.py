@@ -992,7 +992,8 @@ class Machine:
         """Timed events the machine scheduled: its CPUs' actions and ticks, interrupts on their
         way and :meth:`call_at` callbacks. Each took one event id from the environment's
         counter, as every SimPy event does (:meth:`Env.schedule` counts those), so this is the
-        ids taken since the machine was built less the SimPy events among them."""
+        ids taken since the machine was built less the SimPy events among them (one machine per
+        environment, as everywhere in rcusim)."""
         env = self.env
         return (env.next_eid() - self._eid0) - (env.simpy_scheduled - self._simpy0)
 
