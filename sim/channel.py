@@ -72,8 +72,8 @@ class Channel:
     """
 
     __slots__ = (
-        "m", "name", "capacity", "buf", "readers", "writers", "latency", "sent", "received",
-        "message_bytes", "pages", "last_end",
+        "m", "name", "capacity", "buf", "readers", "writers", "latency", "received",
+        "message_bytes", "pages", "last_end", "commit",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, name: str = "", capacity: int = 16, message_bytes: int | None = None) -> None:
@@ -89,11 +89,17 @@ class Channel:
         self.readers = WaitQueue(machine, f"{name}.readers")
         self.writers = WaitQueue(machine, f"{name}.writers")
         self.latency: LogHistogram | None = None
-        self.sent = 0
         self.received = 0
         self.message_bytes = message_bytes
         self.pages: deque[int] = deque()  # paged mode: unread messages of each page in use, oldest first
         self.last_end = 0  # paged mode: offset + len of the last page
+        # what a send does when its copy ends (install_channel_ops: the paged or the plain commit)
+        self.commit = machine.channel_commit[message_bytes is not None]
+
+    @property
+    def sent(self) -> int:
+        """Messages written so far (those read and those still in the channel)."""
+        return self.received + len(self.buf)
 
 
 def install_channel_ops(m: Machine) -> None:
@@ -134,7 +140,6 @@ def install_channel_ops(m: Machine) -> None:
             return BLOCKED
         payload = op.payload
         buf.append(env._now if payload is None else (env._now, payload))
-        ch.sent += 1
         cost = 0
         if was_empty:
             w = ch.readers.waiters
@@ -158,24 +163,27 @@ def install_channel_ops(m: Machine) -> None:
             return BLOCKED
         payload = op.payload
         ch.buf.append(env._now if payload is None else (env._now, payload))
-        ch.sent += 1
         w = ch.readers.waiters
         if w:
             return wake(w.popleft(), cpu, False, True)
         return 0
 
+    def h_send_free(cpu: CPU, t: Task, op: Send) -> int:
+        # h_send when sending costs nothing (no draw, as apply(0))
+        t.op = op
+        t.post = op.channel.commit
+        return send_cost
+
     def h_send(cpu: CPU, t: Task, op: Send) -> int:
         # the copy into the pipe is the op's CPU time; the message is there when it ends
         t.op = op
-        t.post = commit_plain if op.channel.message_bytes is None else commit_paged
-        # apply(send_cost), inlined (see Jitter)
-        if send_cost <= 0:
-            return send_cost
+        t.post = op.channel.commit  # commit_paged or commit_plain
+        # apply(send_cost), inlined (see Jitter); send_cost > 0 here
         try:
-            v = int(send_cost * pop())
+            v = (send_cost * pop()).__trunc__()
         except IndexError:
             refill()
-            v = int(send_cost * pop())
+            v = (send_cost * pop()).__trunc__()
         return v if v > 0 else 1
 
     def take(cpu: CPU, t: Task, ch: Channel, cost: int) -> int:
@@ -187,7 +195,7 @@ def install_channel_ops(m: Machine) -> None:
         ch.received += 1
         lat = ch.latency
         if lat is not None:
-            lat.add(env._now - sent_at)
+            lat.pending.append(env._now - sent_at)  # lat.add, inlined as in h_recv
         t.retval = payload
         if ch.message_bytes is not None:
             # pipe_read: a page whose last byte is read is freed; freeing a slot of a full ring wakes a writer
@@ -196,6 +204,8 @@ def install_channel_ops(m: Machine) -> None:
             if n:
                 pages[0] = n
                 return cost
+            if lat is not None and len(lat.pending) >= FLUSH:
+                lat.flush()
             was_full = len(pages) >= ch.capacity
             pages.popleft()
             if not pages:
@@ -205,6 +215,8 @@ def install_channel_ops(m: Machine) -> None:
                 if w:
                     cost += wake(w.popleft(), cpu, False, True)
             return cost
+        if lat is not None and len(lat.pending) >= FLUSH:
+            lat.flush()
         w = ch.writers.waiters
         if w:
             cost += wake(w.popleft(), cpu, False, True)
@@ -232,34 +244,33 @@ def install_channel_ops(m: Machine) -> None:
             cost = recv_cost
         else:
             try:
-                cost = int(recv_cost * pop())
+                cost = (recv_cost * pop()).__trunc__()
             except IndexError:
                 refill()
-                cost = int(recv_cost * pop())
+                cost = (recv_cost * pop()).__trunc__()
             if cost <= 0:
                 cost = 1
         if ch.message_bytes is None:
             return take(cpu, t, ch, cost)
-        # take(), paged, inlined (the usual receive)
+        # take(), paged, inlined (the usual receive); the op loop has set t.retval to None
         sent_at = buf.popleft()
         if sent_at.__class__ is tuple:
-            sent_at, payload = sent_at
-        else:
-            payload = None
+            sent_at, t.retval = sent_at
         ch.received += 1
         lat = ch.latency
         if lat is not None:
-            # lat.add(now - sent_at), inlined (see LogHistogram.pending)
-            pend = lat.pending
-            pend.append(env._now - sent_at)
-            if len(pend) >= FLUSH:
-                lat.flush()
-        t.retval = payload
+            # lat.add(now - sent_at), inlined (see LogHistogram.pending); flushed below
+            lat.pending.append(env._now - sent_at)
         pages = ch.pages
         n = pages[0] - 1
         if n:
             pages[0] = n
             return cost
+        # The first page is freed: also the time to bin the buffered latencies, if enough (at
+        # most PAGE_SIZE / message_bytes receives later than add() would; binning is exact
+        # whenever it happens).
+        if lat is not None and len(lat.pending) >= FLUSH:
+            lat.flush()
         was_full = len(pages) >= ch.capacity
         pages.popleft()
         if not pages:
@@ -270,5 +281,6 @@ def install_channel_ops(m: Machine) -> None:
                 cost += wake(w.popleft(), cpu, False, True)
         return cost
 
-    m.handle(Send, h_send)
+    m.channel_commit = (commit_plain, commit_paged)
+    m.handle(Send, h_send if send_cost > 0 else h_send_free)
     m.handle(Recv, h_recv)

@@ -74,6 +74,22 @@ class Env(simpy.Environment):
     now: int  # type: ignore[assignment]
     _now: int  # type: ignore[assignment]
 
+    def __init__(self, initial_time: int = 0) -> None:
+        super().__init__(initial_time)
+        # SimPy events scheduled so far (see schedule): every other event id is a machine's
+        # heap entry, so Machine.events needs no counter on the hot paths
+        self.simpy_scheduled = 0
+
+    def schedule(self, event: simpy.Event, priority: Any = simpy.core.NORMAL, delay: Any = 0) -> None:
+        # simpy.Environment.schedule, counted
+        self.simpy_scheduled += 1
+        heappush(self._queue, (self._now + delay, priority, next(self._eid), event))  # type: ignore[arg-type]
+
+    def next_eid(self) -> int:
+        """The event id the next heap entry will take (SimPy's counter, not advanced)."""
+        r = repr(self._eid)  # "count(N)"
+        return int(r[6:-1])
+
     def run(self, until: Any = None) -> Any:
         # simpy.Environment.run, with the step loop inlined (see _loop)
         if until is not None:
@@ -104,8 +120,9 @@ class Env(simpy.Environment):
 
     def _loop(self, once: bool) -> None:
         queue: list[Any] = self._queue  # type: ignore[assignment]
-        pop = heappop
+        pop, push, next_eid = heappop, heappush, self._eid.__next__
         cpu_cls, irq_cls, call_cls, tick_cls, cpuwork_cls = CPU, _Irq, _Call, _Tick, CpuWork
+        normal, blocked, user_st, kernel_st = NORMAL, BLOCKED, USER, KERNEL
         while True:
             if not queue:
                 raise EmptySchedule
@@ -113,99 +130,104 @@ class Env(simpy.Environment):
             self._now = now
             cls = ev.__class__
             if cls is cpu_cls:
-                if eid == ev.act_eid:  # else superseded (the CPU was interrupted): ignore
-                    ev.act_eid = -1
-                    action = ev.action
-                    if action is None:
-                        # the end of a run segment (inlined here: the hottest event)
-                        t = ev.curr
-                        ev.seg_active = False
-                        ns = t.remaining
-                        t.run_ns += ns
-                        if not t.prio:
-                            if t.vcredit:
-                                ns = t.eevdf_uncredited(ns)
-                            t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
-                        t.remaining = 0
-                        step = not (ev.irqs or ev.softirq_pending or ev.need_resched)
-                        if not step:
-                            ev._dispatch()
-                    elif action is ev._dispatch_b:
-                        # _dispatch after a switch or an irq, inlined for its usual outcome: the
-                        # current task goes on at an op boundary (or with its retry, ``post``)
-                        t = ev.curr
-                        step = (
-                            t is not None and not ev.irqs and not ev.softirq_pending and not ev.need_resched and t.remaining <= 0
-                        )
-                        if not step:
-                            action()
-                    else:
+                if eid != ev.act_eid:  # superseded (the CPU was interrupted): ignore
+                    if once:
+                        return
+                    continue
+                ev.act_eid = -1
+                action = ev.action
+                if action is None:
+                    # the end of a run segment (inlined here: the hottest event)
+                    t = ev.curr
+                    ev.seg_active = False
+                    ns = t.remaining
+                    t.run_ns += ns
+                    if not t.prio:
+                        if t.vcredit:
+                            ns = t.eevdf_uncredited(ns)
+                        t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
+                    t.remaining = 0
+                    if ev.irqs or ev.softirq_pending or ev.need_resched:
+                        ev._dispatch()
+                        if once:
+                            return
+                        continue
+                elif action is ev._dispatch_b:
+                    # _dispatch after a switch or an irq, inlined for its usual outcome: the
+                    # current task goes on at an op boundary (or with its retry, ``post``)
+                    t = ev.curr
+                    if t is None or ev.irqs or ev.softirq_pending or ev.need_resched or t.remaining > 0:
                         action()
-                        step = False
-                    if step:
-                        # The next step of the task, inlined for its usual outcomes (CPU
-                        # time, or a block); anything else goes on in _run_ops, which
-                        # starts at an op boundary.
-                        post = t.post
-                        if post is not None:
-                            t.post = None
-                            r = post(ev, t)
-                            user = False
-                            if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
-                                # an op boundary with nothing pending: _run_ops's first
-                                # step, inlined (the next op)
-                                post = None
-                        if post is None:
-                            try:
-                                op = t.script.send(t.retval)
-                            except StopIteration:
-                                op = t.on_end
-                                if op is None:
-                                    ev._exit(t)
-                                    r = _EXITED
-                                else:
-                                    t.on_end = None
-                                    op = op()
-                            if op is not None:
-                                t.retval = None
-                                op_type = op.__class__
-                                if op_type is cpuwork_cls:
-                                    r = op.ns  # type: ignore[attr-defined]
-                                    user = op.user  # type: ignore[attr-defined]
-                                else:
-                                    try:
-                                        h = ev._handlers[op_type]
-                                    except KeyError:
-                                        raise _no_handler(t, op_type) from None
-                                    r = h(ev, t, op)
-                                    user = False
-                        if r > 0:
-                            # CPU._start_segment(t, r, user), inlined
-                            t.remaining = r
-                            t.seg_user = user
-                            ev.softirq_rounds = 0
-                            st = USER if user else KERNEL
-                            old = ev.state
-                            if old != st:
-                                if ev.m.tracer is None:
-                                    ev.acc[old] += now - ev.since
-                                    ev.state = st
-                                    ev.since = now
-                                else:
-                                    ev._set_state(st)
-                            ev.seg_start = now
-                            ev.seg_active = True
-                            ev.gen += 1
-                            ev.action = None
-                            ev.nev += 1
-                            eid = next(ev._eid)
-                            ev.act_eid = eid
-                            heappush(queue, (now + r, NORMAL, eid, ev))
-                        elif r == BLOCKED:
-                            t.state = T_BLOCKED
-                            ev._schedule()
-                        elif r is not _EXITED:
-                            ev._run_ops(t)  # a zero-time step: the op loop goes on
+                        if once:
+                            return
+                        continue
+                else:
+                    action()
+                    if once:
+                        return
+                    continue
+                # The next step of the task, inlined for its usual outcomes (CPU time, or a
+                # block); anything else goes on in _run_ops, which starts at an op boundary.
+                post = t.post
+                if post is not None:
+                    t.post = None
+                    r = post(ev, t)
+                    user = False
+                    st = kernel_st
+                    if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
+                        # an op boundary with nothing pending: _run_ops's first step,
+                        # inlined (the next op)
+                        post = None
+                if post is None:
+                    try:
+                        op = t.script.send(t.retval)
+                    except StopIteration:
+                        end = t.on_end
+                        if end is None:
+                            ev._exit(t)
+                            if once:
+                                return
+                            continue
+                        t.on_end = None
+                        op = end()
+                    t.retval = None
+                    op_type = op.__class__
+                    if op_type is cpuwork_cls:
+                        r = op.ns  # type: ignore[attr-defined]
+                        user = op.user  # type: ignore[attr-defined]
+                        st = user_st if user else kernel_st
+                    else:
+                        try:
+                            h = ev._handlers[op_type]
+                        except KeyError:
+                            raise _no_handler(t, op_type) from None
+                        r = h(ev, t, op)
+                        user = False
+                        st = kernel_st
+                if r > 0:
+                    # CPU._start_segment(t, r, user), inlined
+                    t.remaining = r
+                    t.seg_user = user
+                    ev.softirq_rounds = 0
+                    old = ev.state
+                    if old != st:
+                        if ev.m.tracer is None:
+                            ev.acc[old] += now - ev.since
+                            ev.state = st
+                            ev.since = now
+                        else:
+                            ev._set_state(st)
+                    ev.seg_start = now
+                    ev.seg_active = True
+                    ev.action = None
+                    eid = next_eid()
+                    ev.act_eid = eid
+                    push(queue, (now + r, normal, eid, ev))
+                elif r == blocked:
+                    t.state = T_BLOCKED
+                    ev._schedule()
+                else:
+                    ev._run_ops(t)  # a zero-time step: the op loop goes on
             elif cls is irq_cls:
                 ev.cpu.raise_irq(ev.cost, ev.fn)
             elif cls is call_cls:
@@ -228,14 +250,6 @@ class Env(simpy.Environment):
                     raise exc
             if once:
                 return
-
-
-class _Exited(int):
-    """(Env._loop) The task's script ended: a step result no op handler can return (only
-    this one object is it), below 0 and not BLOCKED."""
-
-
-_EXITED = _Exited(-2)
 
 
 def _no_handler(t: Task, op_type: type) -> ScenarioError:
@@ -289,12 +303,12 @@ class CPU:
     """One CPU: its run queue, its state and its accounting."""
 
     __slots__ = (
-        "m", "env", "index", "curr", "rq", "nr_queued", "state", "since", "acc", "gen", "action",
+        "m", "env", "index", "curr", "rq", "nr_queued", "state", "since", "acc", "action",
         "seg_start", "seg_active", "need_resched", "irqs", "irq_from", "softirq_pending",
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "tick_gen", "tick_at", "jiffy_timers",
-        "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "nev", "delayed", "load_avg",
+        "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "delayed", "load_avg",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -307,7 +321,6 @@ class CPU:
         self.state = IDLE
         self.since = 0
         self.acc = [0] * len(STATE_NAMES)
-        self.gen = 0
         self.action: Callable[[], None] | None = None
         self.seg_start = 0
         self.seg_active = False
@@ -333,7 +346,6 @@ class CPU:
         self.tid = 0
         self.data: dict[str, Any] = {}  # per-CPU state of models (RCU's rcu_data, timer bases...)
         self.act_eid = -1  # event id of the pending timed action (see Env)
-        self.nev = 0  # timed actions and ticks this CPU scheduled (Machine.events sums them)
         self._queue: list[Any] = self.env._queue  # type: ignore[assignment]
         self._eid = self.env._eid
         self._handlers = machine.handlers  # the same dict: Machine.handle adds to it
@@ -343,11 +355,9 @@ class CPU:
 
     # ------------------------------------------------------------------ timed actions
     def _after(self, delay: int, action: Callable[[], None]) -> None:
-        # The CPU's one pending action: a heap entry naming this CPU (see Env); ``gen`` still
-        # counts actions for cut_segment's staleness check.
-        self.gen += 1
+        # The CPU's one pending action: a heap entry naming this CPU (see Env); its event id
+        # ``act_eid`` also tells cut_segment whether the segment it saw is still the one running.
         self.action = action
-        self.nev += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (self.env._now + delay, NORMAL, eid, self))
@@ -619,9 +629,7 @@ class CPU:
                 self._set_state(st)
         self.seg_start = now
         self.seg_active = True
-        self.gen += 1
         self.action = None  # None: the pending action is this segment's end (see Env._loop)
-        self.nev += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (now + r, NORMAL, eid, self))
@@ -636,9 +644,7 @@ class CPU:
         now = self.env._now
         self.seg_start = now
         self.seg_active = True
-        self.gen += 1
         self.action = None
-        self.nev += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (now + ns, NORMAL, eid, self))
@@ -647,7 +653,6 @@ class CPU:
         t = self.curr
         assert t is not None
         self.seg_active = False
-        self.gen += 1
         self.act_eid = -1
         self.action = None
         elapsed = self.env._now - self.seg_start
@@ -958,9 +963,7 @@ class CPU:
             nxt.vruntime += cost * 1024 // nxt.weight
         self.switches += 1
         # self._after(cost, self._dispatch_b), inlined
-        self.gen += 1
         self.action = self._dispatch_b
-        self.nev += 1
         eid = next(self._eid)
         self.act_eid = eid
         heappush(self._queue, (now + cost, NORMAL, eid, self))
@@ -1004,7 +1007,6 @@ class CPU:
             return
         self.tick_gen += 1
         self.tick_at = at
-        self.nev += 1
         heappush(self._queue, (at, NORMAL, next(self._eid), _Tick(self, self.tick_gen)))
 
     def _tick_event(self, gen: int) -> None:
@@ -1121,7 +1123,9 @@ class Machine:
         self.costs = costs
         self.streams = streams
         self.tracer = tracer
-        self._events = 0  # events not counted by a CPU (interrupts on their way, callbacks)
+        # Machine.events: the event ids taken from here on that were not SimPy events
+        self._eid0 = env.next_eid()
+        self._simpy0 = env.simpy_scheduled
         self.seq = 0
         self.next_tid = 1
         self.live = 0
@@ -1160,11 +1164,17 @@ class Machine:
         self.idle_exit_latency: Callable[[CPU], int] = self._default_idle_exit
         self._jit_idle = streams.jitter("idle", costs.jitter_cv)
         self.cpus = [CPU(self, i) for i in range(config.cpus)]
+        n = config.cpus
+        # for each CPU, the others in the order a search starting after it visits them
+        self._others = [tuple(self.cpus[(i + k) % n] for k in range(1, n)) for i in range(n)]
         if tracer is not None:
             for c in self.cpus:
                 c.tid = tracer.track(f"CPU {c.index}", pid=1, sort=c.index)
         self.done = env.event()
         from .channel import install_channel_ops
+
+        # a Channel's commit of a send: (unpaged, paged), set by install_channel_ops
+        self.channel_commit: tuple[Callable[[CPU, Task], int], Callable[[CPU, Task], int]]
 
         self.handle(Syscall, self._h_syscall)
         self.handle(Sleep, self._h_sleep)
@@ -1199,8 +1209,13 @@ class Machine:
 
     @property
     def events(self) -> int:
-        """Timed events the machine scheduled (each CPU counts its own, see ``CPU.nev``)."""
-        return self._events + sum(c.nev for c in self.cpus)
+        """Timed events the machine scheduled: its CPUs' actions and ticks, interrupts on their
+        way and :meth:`call_at` callbacks. Each took one event id from the environment's
+        counter, as every SimPy event does (:meth:`Env.schedule` counts those), so this is the
+        ids taken since the machine was built less the SimPy events among them (one machine per
+        environment, as everywhere in rcusim)."""
+        env = self.env
+        return (env.next_eid() - self._eid0) - (env.simpy_scheduled - self._simpy0)
 
     # ------------------------------------------------------------------ time
     @property
@@ -1212,7 +1227,6 @@ class Machine:
         among all events as a SimPy timeout made now would be)."""
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
-        self._events += 1
         env = self.env
         queue: list[Any] = env._queue  # type: ignore[assignment]
         heappush(queue, (env._now + delay, NORMAL, next(env._eid), _Call(fn, args)))
@@ -1222,7 +1236,6 @@ class Machine:
         the CPU spends ``cost`` (+ what fn returns) in hard-irq context."""
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
-        self._events += 1
         heappush(cpu._queue, (self.env._now + delay, NORMAL, next(cpu._eid), _Irq(cpu, cost, fn)))
 
     def send_ipi(self, src: CPU | None, dst: CPU, fn: IrqFn | None = None, name: str = "ipi") -> None:
@@ -1410,9 +1423,7 @@ class Machine:
             prev = waker  # 3.x wake_affine: pull the wakee to the (no busier) waking CPU
         if prev.curr is None and prev.nr_queued == 0:  # prev.idle
             return prev
-        pi = prev.index
-        for k in range(1, n):
-            c = cpus[(pi + k) % n]
+        for c in self._others[prev.index]:
             if c.curr is None and c.nr_queued == 0 and (aff is None or c.index in aff):
                 return c
         if waker is not None and waker is not prev and (aff is None or waker.index in aff):
@@ -1577,11 +1588,12 @@ class Machine:
         if not t.on_cpu:
             return
         cpu = self.cpus[t.cpu]
-        self.call_at(delay, self._cut, cpu, t, cpu.gen)
+        # the segment running now (if any) is the one whose end has this event id
+        self.call_at(delay, self._cut, cpu, t, cpu.act_eid)
 
     @staticmethod
-    def _cut(cpu: CPU, t: Task, gen: int) -> None:
-        if cpu.gen != gen or cpu.curr is not t or not cpu.seg_active:
+    def _cut(cpu: CPU, t: Task, eid: int) -> None:
+        if cpu.act_eid != eid or cpu.curr is not t or not cpu.seg_active:
             return
         cpu._pause()
         t.remaining = 0

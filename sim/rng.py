@@ -56,6 +56,8 @@ class Jitter:
     the next multiplier (raising IndexError when the block is used up: call ``refill()`` and
     pop again) and ``max(1, int(ns * pop()))`` is ``apply(ns)``, drawing the same numbers.
     With ``cv == 0`` ``pop()`` is always 1.0 (``int(ns * 1.0) == ns`` below 2**53).
+    The hot paths write ``int(x)`` of the float product as ``x.__trunc__()``: the same
+    function (int() of a float calls it) without int()'s constructor call, half the cost.
     """
 
     __slots__ = ("_gen", "_sigma", "_mu", "_buf", "cv", "apply", "pop", "refill")
@@ -86,11 +88,11 @@ class Jitter:
             if ns <= 0:
                 return ns
             try:
-                v = int(ns * pop())
+                v = (ns * pop()).__trunc__()
             except IndexError:  # the block is used up: draw the next one into the same list
                 extend(lognormal(mu, sigma, _BLOCK).tolist())
                 reverse()
-                v = int(ns * pop())
+                v = (ns * pop()).__trunc__()
             return v if v > 0 else 1
 
         return apply

@@ -141,6 +141,8 @@ class KernelLock:
         self.since = 0  # when the current owner (or pending owner) got the lock, if tracing
         self.track = 0  # its trace track, made on first use
         self.idx = len(model.locks)  # creation order: the tracks' order
+        if not model.switch_hooked:
+            model.hook_switch()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -746,7 +748,11 @@ class LockModel:
         self.softirq_runs = 0
         m.handle(Lock, self._h_lock)
         m.handle(Unlock, self._h_unlock)
-        m.switch_hooks.append(self._on_switch)
+        # The switch hook has work only once a lock exists (a switched-out owner's spinners);
+        # the first lock puts it in this place among the machine's hooks (hook_switch), so a
+        # machine without locks does not call it at every context switch.
+        self.switch_hooked = False
+        self._switch_slot = len(m.switch_hooks)
         if cfg.preempt_rt and cfg.rt_softirq_thread:
             self._threads = [self._spawn_softirq_thread(c.index) for c in m.cpus]
             m.tick_hooks.append(self._on_tick)
@@ -808,6 +814,11 @@ class LockModel:
         d = t.data
         if d.get("spinning") and d["spin_tok"] == tok:
             self.m.end_segment(t)
+
+    def hook_switch(self) -> None:
+        """Install the context-switch hook where it was due (hooks are only ever appended)."""
+        self.switch_hooked = True
+        self.m.switch_hooks.insert(self._switch_slot, self._on_switch)
 
     def _on_switch(self, cpu: CPU, prev: Task | None, nxt: Task | None) -> None:
         if prev is None:
