@@ -165,7 +165,9 @@ def _netns_ids() -> set[str]:
 def test_veth_link_quick_run_validates_and_leaves_nothing(collector, tmp_path):  # noqa: F811
     out = tmp_path / "p.json"
     links_before = _links() if shutil.which("ip") else ""
-    res = subprocess.run([collector, "--quick", "--items", "veth_link", "--out", out], capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [collector, "--quick", "--items", "veth_link", "--out", out], capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr
     prof = load_profile(out)
     item = prof.items["veth_link"]
