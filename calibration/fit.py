@@ -15,10 +15,11 @@ replicate resamples the samples, recomputes every median and the direct estimate
 the fitted parameters by the linearised fit (the Jacobian of the simulated outcomes with
 respect to every parameter, by central differences at the optimum).
 
-Two workload knobs come from component items of the composites, measured on their own
-(:data:`WORKLOAD_DIRECT`: ``tool_work`` of the netns workload from ``tool_exec``, ``futex_op``
-of the pi_futex workload from ``pi_futex_uncontended``); a profile without them keeps the
-knobs' priors, with a warning. They never change a Costs field.
+Workload knobs come from component items of the composites, measured on their own
+(:data:`WORKLOAD_DIRECT`: ``tool_work`` of the netns workload from ``tool_exec``; its
+``register_netdev`` and ``lo_up`` from ``veth_link``; its ``setup_net`` from
+``netns_create``; ``futex_op`` of the pi_futex workload from ``pi_futex_uncontended``); a
+profile without them keeps the knobs' priors, with a warning. They never change a Costs field.
 
 The held-back composite benchmarks (:data:`HELD_BACK`) are never read here: they are what
 ``rcusim validate --profile`` predicts. Parameters no user-space measurement isolates
@@ -81,6 +82,10 @@ COMPONENTS: dict[str, tuple[str, str | None]] = {
     "tool_sysctl": ("tool_exec", "sysctl_read"),
     "pi_lock_unlock": ("pi_futex_uncontended", "lock_unlock_pair"),
     "pi_syscall": ("pi_futex_uncontended", "syscall_baseline"),
+    "veth_one_queue": ("veth_link", "create_one_queue"),
+    "rtnl_baseline": ("veth_link", "request_baseline"),
+    "lo_up": ("veth_link", "lo_up"),
+    "netns_unshare": ("netns_create", "create_with_alive"),
 }
 """Quantities of the composites' component items (collector 0.3.0): optional, they set workload
 knobs (:data:`WORKLOAD_DIRECT`), never a Costs field."""
@@ -260,6 +265,34 @@ WORKLOAD_DIRECT: tuple[WorkloadDirect, ...] = (
         "model), weighted by the script's 6 ip and 1 sysctl images per router",
         _tool_work,
         "tool_exec",
+    ),
+    WorkloadDirect(
+        "netns",
+        "setup_net",
+        ("netns_unshare",),
+        "netns_create.create_with_alive (median): unshare(CLONE_NEWNET) timed inside the child that calls it, "
+        "with 0..K namespaces alive (setup_net and every pernet init, net/core/net_namespace.c copy_net_ns)",
+        lambda m: m["netns_unshare"],
+        "netns_create",
+    ),
+    WorkloadDirect(
+        "netns",
+        "register_netdev",
+        ("veth_one_queue", "rtnl_baseline"),
+        "(veth_link.create_one_queue - veth_link.request_baseline) / 2 (medians): an RTM_NEWLINK of a veth pair "
+        "(peer in another namespace) asking for one TX and one RX queue per end, so that veth_newlink trims nothing "
+        "and waits for no grace period, beyond a refused RTNL request's round trip; per device",
+        lambda m: (m["veth_one_queue"] - m["rtnl_baseline"]) / 2,
+        "veth_link",
+    ),
+    WorkloadDirect(
+        "netns",
+        "lo_up",
+        ("lo_up", "rtnl_baseline"),
+        "veth_link.lo_up - veth_link.request_baseline (medians): RTM_NEWLINK setting lo up in a fresh namespace "
+        "(dev_open and the NETDEV_UP notifiers) beyond a refused RTNL request's round trip",
+        lambda m: m["lo_up"] - m["rtnl_baseline"],
+        "veth_link",
     ),
     WorkloadDirect(
         "pi_futex",

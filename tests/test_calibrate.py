@@ -215,10 +215,28 @@ def test_workload_knobs_follow_their_formulas(profile, cal):
     assert "later run" in tool.note  # the items were merged from a later collector run
 
 
+def test_netns_kernel_knobs_follow_their_formulas(profile, cal):
+    netns = cal.workload["netns"]
+    one_q, one_tx, base, lo = (
+        med(profile, "veth_link", s) for s in ("create_one_queue", "create_one_tx_queue", "request_baseline", "lo_up")
+    )
+    assert netns["register_netdev"].value == pytest.approx((one_q - base) / 2)
+    assert abs(one_tx - one_q) < 0.1 * one_q  # the RX trims are within noise: not priced
+    assert netns["lo_up"].value == pytest.approx(lo - base)
+    assert netns["setup_net"].value == pytest.approx(med(profile, "netns_create", "create_with_alive"))
+    for name in ("register_netdev", "lo_up", "setup_net"):
+        e = netns[name]
+        assert e.method == "direct" and e.value >= 0, name
+        assert e.low is not None and e.high is not None and e.low <= e.high, name
+    assert "later run" in netns["register_netdev"].note  # veth_link was merged from a later collector run
+    # the veth request is priced without its grace periods: the RCU model waits for them
+    assert netns["register_netdev"].value < med(profile, "veth_link", "create_peer_netns") / 2
+
+
 def test_profile_without_component_items_keeps_the_priors_and_says_so(profile):
     raw = json.loads(DEFAULT_PROFILE.read_text())
     old = copy.deepcopy(raw)
-    for name in ("tool_exec", "pi_futex_uncontended"):
+    for name in ("tool_exec", "pi_futex_uncontended", "veth_link"):
         old["items"].pop(name)
     old.pop("item_runs", None)
     a = fit.calibrate(profile, seeds=1, bootstrap=0)
@@ -228,7 +246,11 @@ def test_profile_without_component_items_keeps_the_priors_and_says_so(profile):
     assert tool.method == "default" and tool.value == fit.workload_prior("netns", "tool_work")
     assert "prior" in tool.formula and "tool_exec" in tool.formula
     assert b.workload["pi_futex"]["futex_op"].value == fit.workload_prior("pi_futex", "futex_op")
-    assert sum("keeps its prior" in w for w in b.warnings) == 2
+    for knob in ("register_netdev", "lo_up"):
+        e = b.workload["netns"][knob]
+        assert e.method == "default" and e.value == fit.workload_prior("netns", knob) and "veth_link" in e.formula
+    assert b.workload["netns"]["setup_net"].method == "direct"  # netns_create is in every root profile
+    assert sum("keeps its prior" in w for w in b.warnings) == 4
     assert not any("keeps its prior" in w for w in a.warnings)
 
 

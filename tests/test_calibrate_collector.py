@@ -1,6 +1,6 @@
-"""The collector items the calibration added (pipe_costs, irq_cost, messaging, netns_script) and
-`rcusim collect`: output validated by the schema, the non-root path, and cleanup of every
-namespace and veth pair when netns_script is interrupted."""
+"""The collector items the calibration added (pipe_costs, irq_cost, messaging, netns_script,
+veth_link) and `rcusim collect`: output validated by the schema, the non-root path, and cleanup
+of every namespace and veth pair when netns_script or veth_link is interrupted."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from app.cli import main
 from calibration.profile import load_profile
-from tests.test_collector import _run_unprivileged, collector  # noqa: F401 - the session fixture
+from tests.test_collector import _alive, _interrupt_mid_run, _run_unprivileged, collector  # noqa: F401 - the session fixture
 
 NETNS_DIR = Path("/var/run/netns")
 
@@ -137,3 +137,80 @@ def test_component_items_run_without_root(collector):  # noqa: F811
     prof = json.loads(res.stdout)
     assert prof["items"]["pi_futex_uncontended"]["status"] == "ok"
     assert prof["items"]["tool_exec"]["status"] in ("ok", "skipped")
+
+
+VETH_SERIES = {
+    "create_peer_netns",
+    "create_one_queue",
+    "create_one_tx_queue",
+    "create_same_netns",
+    "move_netns",
+    "delete",
+    "request_baseline",
+    "lo_up",
+}
+
+
+def _netns_ids() -> set[str]:
+    """Network namespaces referenced by any process (their /proc/PID/ns/net links)."""
+    out = set()
+    for link in Path("/proc").glob("[0-9]*/ns/net"):
+        try:
+            out.add(os.readlink(link))
+        except OSError:
+            continue
+    return out
+
+
+def test_veth_link_quick_run_validates_and_leaves_nothing(collector, tmp_path):  # noqa: F811
+    out = tmp_path / "p.json"
+    links_before = _links() if shutil.which("ip") else ""
+    res = subprocess.run(
+        [collector, "--quick", "--items", "veth_link", "--out", out], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    prof = load_profile(out)
+    item = prof.items["veth_link"]
+    if os.geteuid() != 0:
+        assert item.status == "skipped" and "root" in (item.reason or "")
+        return
+    assert item.status == "ok", item.reason
+    series = {s.label: s for s in item.series or ()}
+    assert set(series) == VETH_SERIES
+    rounds = item.params["rounds"]
+    for label in ("create_peer_netns", "create_one_queue", "create_one_tx_queue", "create_same_netns", "request_baseline"):
+        assert series[label].samples_total == rounds, label
+    assert series["move_netns"].samples_total == 2 * rounds
+    assert series["delete"].samples_total == item.params["deletes"]
+    assert series["lo_up"].samples_total == item.params["lo_namespaces"]
+    assert item.samples == series["create_peer_netns"].samples
+    assert all(v > 0 for s in series.values() for v in s.samples)
+    # every device lived in the children's namespaces: the root namespace's links are unchanged
+    if shutil.which("ip"):
+        assert _links() == links_before
+
+
+def test_veth_link_skips_without_root(collector):  # noqa: F811
+    res = _run_unprivileged(collector, ["--quick", "--items", "veth_link,syscall"])
+    assert res.returncode == 0, res.stderr
+    prof = json.loads(res.stdout)
+    item = prof["items"]["veth_link"]
+    assert item["status"] == "skipped" and "needs root" in item["reason"]
+    assert item["samples"] == [] and item["stats"]["count"] == 0
+    assert prof["items"]["syscall"]["status"] == "ok"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_sigint_during_veth_link_leaves_no_child_or_namespace(collector, tmp_path):  # noqa: F811
+    before = _netns_ids()
+    links_before = _links() if shutil.which("ip") else ""
+    # the router and the requesting child exist from the start of the item
+    rc, stderr, seen, out = _interrupt_mid_run(collector, tmp_path, ["--items", "veth_link"], lambda seen: len(seen) >= 2)
+    assert rc in (-signal.SIGINT, 128 + signal.SIGINT), stderr
+    assert "interrupted by SIGINT" in stderr
+    assert seen and not [pid for pid in seen if _alive(pid)]
+    assert not out.exists()
+    # the children's namespaces were held only by them (cleanup_net frees them asynchronously)
+    assert _netns_ids() <= before
+    if shutil.which("ip"):
+        assert _links() == links_before

@@ -105,6 +105,7 @@ def test_build_and_cli_basics(collector):
         "netns_create",
         "tool_exec",
         "pi_futex_uncontended",
+        "veth_link",
     } <= set(names)
     assert subprocess.run([collector, "--help"], capture_output=True, timeout=30).returncode == 0
     for bad in (["--bogus"], ["--items", "nope"], ["--items"], ["--max-samples", "x"], ["stray"]):

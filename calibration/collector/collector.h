@@ -20,7 +20,7 @@
 #include <sys/types.h>
 
 #define COLLECTOR_NAME "rcusim-collector"
-#define COLLECTOR_VERSION "0.3.0"
+#define COLLECTOR_VERSION "0.4.0"
 #define PROFILE_SCHEMA_VERSION 1
 #define PROFILE_KIND "rcusim-profile"
 
@@ -184,6 +184,7 @@ void item_pipe_costs(item_ctx *);
 void item_irq_cost(item_ctx *);
 void item_tool_exec(item_ctx *);
 void item_pi_futex_uncontended(item_ctx *);
+void item_veth_link(item_ctx *);
 void item_messaging(item_ctx *);
 void item_netns_script(item_ctx *);
 

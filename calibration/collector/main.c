@@ -34,6 +34,7 @@ static const struct item_def items[] = {
 	{"irq_cost", "interruption gaps of a user-mode spinner: tick, IPI, hrtimer", item_irq_cost},
 	{"tool_exec", "fork + exec + waitpid of ip -V and sysctl -n against /bin/true, ns", item_tool_exec},
 	{"pi_futex_uncontended", "FUTEX_LOCK_PI + FUTEX_UNLOCK_PI syscalls on an unowned word; trylock of an owned one", item_pi_futex_uncontended},
+	{"veth_link", "rtnetlink veth create (peer in another netns, one queue, same netns), move, delete; lo up (root)", item_veth_link},
 	{"messaging", "composite: perf bench sched messaging style groups over pipes, total time", item_messaging},
 	{"netns_script", "composite (root): the netns-2014 fake-router script with ip/sysctl, per router", item_netns_script},
 };
