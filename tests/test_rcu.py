@@ -99,6 +99,54 @@ def test_v313_expedited_runs_a_stopper_on_every_cpu():
     assert r.exp_gps == 2
 
 
+def test_v6_expedited_gp_is_driven_by_the_worker_kthread():
+    # synchronize_rcu_expedited() queues the GP on rcu_exp_gp_kthread_worker and sleeps;
+    # the worker (SCHED_OTHER without CONFIG_RCU_EXP_KTHREAD) IPIs, waits and wakes it
+    m, r = machine(ncpu=2, hz=250)
+    times = run_script(m, [cpu(100 * US), SynchronizeRcuExpedited(), SynchronizeRcuExpedited()])
+    (kw,) = [t for t in m.tasks if t.name == "rcu_exp_gp_kthread_worker"]
+    assert kw.kthread and kw.policy == "other" and kw.affinity is None
+    assert r.exp_gps == 2 and r.gps == 0
+    assert kw.wakeups == 2  # created at the first GP, woken for the second
+    caller = next(t for t in m.tasks if t.name == "caller")
+    assert caller.wakeups >= 3  # spawn, then woken by the worker after each GP
+    # each wait includes the worker's wakeup and the requester's: more than two wakeup costs
+    assert all(t > 2 * m.costs.wakeup for t in times[1:])
+
+
+def test_v6_expedited_requests_during_a_gp_share_the_next_one():
+    # A holds exp_mutex while GP 1 runs; B and C need a GP that starts after their request:
+    # A's mutex_unlock hands the mutex to B, whose GP also serves C (exp_funnel_lock)
+    m, r = machine(ncpu=3, hz=250)
+    done = []
+
+    def caller(delay):
+        def s(task):
+            yield cpu(delay)
+            yield SynchronizeRcuExpedited()
+            done.append(task.name)
+            if len(done) == 3:
+                m.done.succeed()
+
+        return s
+
+    for i, d in enumerate((10 * US, 12 * US, 14 * US)):
+        m.spawn(caller(d), f"c{i}", affinity=(i,))
+    m.env.run(until=m.env.any_of([m.done, m.env.timeout(100 * MS)]))
+    assert sorted(done) == ["c0", "c1", "c2"] and done[0] == "c0"
+    assert r.exp_gps == 2
+    assert r.exp_holder is None and not r.exp_waiters
+
+
+def test_exp_kthread_makes_the_worker_sched_fifo_and_is_v6_only():
+    m, r = machine(ncpu=2, hz=250, exp_kthread=True)
+    run_script(m, [SynchronizeRcuExpedited()])
+    (kw,) = [t for t in m.tasks if t.name == "rcu_exp_gp_kthread_worker"]
+    assert kw.policy == "fifo" and kw.prio == 1  # kthread_prio with CONFIG_RCU_BOOST
+    with pytest.raises(ConfigError, match="exp_kthread"):
+        RcuConfig(era="v3.13", exp_kthread=True).check("kernel.rcu")
+
+
 @pytest.mark.parametrize("era", ["v3.13", "v6"])
 def test_offloaded_callbacks_run_in_kthreads(era):
     m, r = machine(ncpu=4, hz=250, era=era, nocb="all")

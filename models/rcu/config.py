@@ -160,6 +160,13 @@ class RcuConfig:
         200, doc="force-quiescent-state scan, per CPU examined", unit="ns", min=0, source="estimate (a remote dynticks read)"
     )
     exp_handler: int = knob(1_000, doc="expedited GP: IPI handler / stopper work per CPU", unit="ns", min=0, source="estimate")
+    exp_kthread: bool = knob(
+        False,
+        doc="era v6: CONFIG_RCU_EXP_KTHREAD, the expedited-GP kthread worker runs SCHED_FIFO at kthread_prio "
+        "(1, its default with RCU_BOOST, which this option needs) instead of SCHED_OTHER; Kconfig's default is y "
+        "only with RCU_EXPERT, RCU_BOOST, !PREEMPT_RT and NR_CPUS <= 32 (distribution kernels: n)",
+        source="kernel/rcu/Kconfig (RCU_EXP_KTHREAD); kernel/rcu/tree.c rcu_start_exp_gp_kworker(), kthread_prio",
+    )
 
     def check(self, path: str) -> None:
         p = f"{path}." if path else ""
@@ -170,6 +177,12 @@ class RcuConfig:
                 f"{p}fnh_advance_once_per_jiffy",
                 'only applies to era = "v3.13" with fast_no_hz = true',
                 'set era = "v3.13" and fast_no_hz = true, or leave it false',
+            )
+        if self.exp_kthread and self.era != "v6":
+            raise ConfigError(
+                f"{p}exp_kthread",
+                'only applies to era = "v6" (older kernels have no expedited-GP kthread worker)',
+                'set era = "v6", or leave it false',
             )
         if isinstance(self.nocb, tuple) and len(set(self.nocb)) != len(self.nocb):
             raise ConfigError(f"{p}nocb", "lists a CPU twice", "list each CPU once")

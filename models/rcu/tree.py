@@ -29,7 +29,9 @@ The pieces, all emerging from the substrate's CPUs and tasks:
   callback is invoked (in softirq, or by the CPU's rcuo kthread when offloaded) unless
   ``wake_from_gp``; with one online CPU and non-preemptible RCU it returns at once
   (``rcu_blocking_is_gp``). Expedited GPs: v3.13 runs every CPU's stopper thread
-  (``try_stop_cpus``), v6 IPIs the non-idle CPUs. ``rcu_barrier()`` follows each era's rules.
+  (``try_stop_cpus``) from the requester; v6 hands the GP to the expedited-GP kthread worker,
+  which IPIs the non-idle CPUs and wakes the requesters (see :meth:`Rcu._expedited`).
+  ``rcu_barrier()`` follows each era's rules.
 """
 
 from __future__ import annotations
@@ -189,6 +191,14 @@ class Rcu:
         self.stop_work = [0] * ncpu
         self.stop_parked = [False] * ncpu
         self.exp_task: Task | None = None
+        # v6: the expedited-GP kthread worker (spawned at the first expedited GP), its one
+        # queued work item, whether it sleeps for work or for the last quiescent state, and
+        # the holder of rcu_state.exp_mutex
+        self.exp_kworker: Task | None = None
+        self.exp_kw_work = False
+        self.exp_kw_idle = False
+        self.exp_kw_waiting = False
+        self.exp_holder: Task | None = None
         self.barrier_pending = 0
         self.barrier_waiter: Task | None = None
 
@@ -768,8 +778,10 @@ class Rcu:
         return self._expedited(cpu, t)
 
     def _expedited(self, cpu: CPU, t: Task) -> int:
-        if not self.v313 and self._blocking_is_gp():
-            return self.costs.syscall
+        if not self.v313:
+            if self._blocking_is_gp():
+                return self.costs.syscall
+            return self._expedited_v6(cpu, t)
         self.syncs += 1
         start = self.env.now
         # a request is served by an expedited GP that starts after it (->expedited_sequence)
@@ -782,41 +794,175 @@ class Rcu:
         t.post = lambda c, task: self._block_sync(task, start)
         return self.jit.apply(self.cfg.call_rcu) + extra
 
-    def _exp_start(self, cpu: CPU) -> int:
-        """Begin an expedited GP: every online CPU must pass a quiescent state now."""
+    # v6 ------------------------------------------------------------------------------
+    def _expedited_v6(self, cpu: CPU, t: Task) -> int:
+        """synchronize_rcu_expedited() of Linux 6.x (kernel/rcu/tree_exp.h).
+
+        The requester takes a sequence snapshot and goes through ``exp_funnel_lock()``: if an
+        expedited GP that started after its request will serve it, or ``rcu_state.exp_mutex`` is
+        held, it sleeps (on ``rnp->exp_wq[]``, or in ``mutex_lock``); otherwise it holds the
+        mutex, starts the GP sequence and does *not* drive the GP itself:
+        ``synchronize_rcu_expedited_queue_work()`` queues the work on the expedited-GP worker
+        and the requester sleeps in ``wait_event(rnp->exp_wq[...])``. The worker runs
+        ``wait_rcu_exp_gp()`` -> ``rcu_exp_sel_wait_wake()``: ``sync_rcu_exp_select_cpus()``
+        (its own CPU and idle CPUs count as quiescent, the others get ``rcu_exp_handler`` IPIs;
+        with one leaf rcu_node it does this inline rather than on a per-node worker), then
+        ``rcu_exp_wait_wake()``: it sleeps until the last report wakes it (``swake_up_one`` of
+        ``rcu_state.expedited_wq`` in ``__rcu_report_exp_rnp``) and ``wake_up_all()``s the
+        waiters. The requester wakes, releases ``exp_mutex`` and so lets the next requester
+        (woken by the mutex) start the next GP.
+
+        The worker: since v6.9 (commit "rcu/exp: Remove rcu_par_gp_wq") always the
+        ``rcu_exp_gp_kthread_worker`` kthread_worker (``rcu_start_exp_gp_kworker()`` in
+        kernel/rcu/tree.c), unbound, SCHED_OTHER unless CONFIG_RCU_EXP_KTHREAD makes it
+        SCHED_FIFO at ``kthread_prio`` (knob ``exp_kthread``). Before v6.9 without that option
+        the work went to a kworker of the ``rcu_gp_wq`` workqueue, bound to the requester's CPU;
+        that variant is not modelled. The worker is spawned at the first expedited GP (the
+        kernel creates it at boot), so that runs without expedited GPs are unaffected.
+        """
+        self.syncs += 1
+        start = self.env.now
+        # a request is served by an expedited GP that starts after it (->expedited_sequence)
+        need = self.exp_seq_done + (2 if self.exp_running else 1)
+        t.data["rcu_woken"] = False
+        self.exp_waiters.append((need, t))
+        extra = 0
+        if self.exp_holder is None:  # exp_funnel_lock() got exp_mutex
+            self.exp_holder = t
+            extra = self._exp_queue_work(cpu)
+        t.post = lambda c, task: self._exp_wait(c, task, start)
+        return self.jit.apply(self.cfg.call_rcu) + extra
+
+    def _exp_queue_work(self, cpu: CPU) -> int:
+        """rcu_exp_gp_seq_start() and kthread_queue_work() of the GP's work: wake the worker."""
         self.exp_running = True
         self.exp_gps += 1
-        m = self.m
         self.exp_started_at = self.env.now
-        if self.v313:
-            # try_stop_cpus(): each CPU's SCHED_FIFO stopper thread must run
-            self.exp_pending = len(m.cpus)
-            cost = 0
-            for c in m.cpus:
-                self.stop_work[c.index] += 1
-                st = self.exp_stoppers[c.index]
-                if st is None:
-                    self.exp_stoppers[c.index] = m.spawn(
-                        self._stopper_script(c.index),
-                        f"migration/{c.index}",
-                        policy="fifo",
-                        prio=99,
-                        affinity=(c.index,),
-                        kthread=True,
-                    )
-                elif self.stop_parked[c.index]:
-                    self.stop_parked[c.index] = False
-                    cost += m.wake(st, cpu)
+        self.exp_kw_work = True
+        m = self.m
+        if self.exp_kworker is None:
+            if self.cfg.exp_kthread:
+                policy, prio = "fifo", 1  # kthread_prio: 1 with CONFIG_RCU_BOOST (kernel/rcu/tree.c)
+            else:
+                policy, prio = "other", 0
+            self.exp_kworker = m.spawn(
+                self._exp_kworker_script, "rcu_exp_gp_kthread_worker", policy=policy, prio=prio, kthread=True, from_cpu=cpu
+            )
+            return 0
+        if self.exp_kw_idle:
+            self.exp_kw_idle = False
+            return m.wake(self.exp_kworker, cpu)
+        return 0
+
+    def _exp_wait(self, cpu: CPU, t: Task, start: int) -> int:
+        """The requester's wait_event(), or its mutex_lock() in exp_funnel_lock()."""
+        if t.data.pop("exp_start", False):
+            # exp_mutex handed over: this requester's GP has not started yet; start it
+            t.post = lambda c, task: self._exp_wait(c, task, start)
+            return self._exp_queue_work(cpu)
+        if t.data.pop("rcu_woken", False):
+            cost = self._sync_done(t, start)
+            if self.exp_holder is t:
+                cost += self._exp_unlock(cpu)
             return cost
-        # v6: IPI every other online CPU that is not idle; idle CPUs are quiescent already
-        self.exp_pending = 1  # the requester's own CPU, reported below
+        t.post = lambda c, task: self._exp_wait(c, task, start)
+        return BLOCKED
+
+    def _exp_unlock(self, cpu: CPU) -> int:
+        """mutex_unlock(&rcu_state.exp_mutex): the first requester still waiting (it arrived
+        during or after the GP that just ended, so it needs the next one) takes the mutex."""
+        self.exp_holder = None
+        if not self.exp_waiters:
+            return 0
+        w = self.exp_waiters[0][1]
+        self.exp_holder = w
+        w.data["exp_start"] = True
+        return self.m.wake(w, cpu)
+
+    def _exp_kworker_script(self, task: Task):  # type: ignore[no-untyped-def]
+        """The expedited-GP worker: wait_rcu_exp_gp() for each queued work item."""
+        op_work = Call(self._exp_kw_wait_work)
+        op_select = Call(self._exp_kw_select)
+        op_wait = Call(self._exp_kw_wait_done)
+        op_wake = Call(self._exp_kw_wake)
+        while True:
+            yield op_work
+            if not self.exp_kw_work:
+                continue
+            self.exp_kw_work = False
+            yield op_select
+            while self.exp_pending > 0:
+                yield op_wait
+            yield op_wake
+
+    def _exp_kw_wait_work(self, cpu: CPU, t: Task) -> int:
+        if self.exp_kw_work:
+            return 0
+        self.exp_kw_idle = True
+        return BLOCKED
+
+    def _exp_kw_select(self, cpu: CPU, t: Task) -> int:
+        """sync_rcu_exp_select_cpus(): the worker's CPU and idle CPUs are quiescent; IPI the rest."""
+        m = self.m
+        self.exp_pending = 1  # the worker's own CPU, reported below
         for c in m.cpus:
             if c is cpu or c.state == IDLE:
                 continue
             self.exp_pending += 1
             m.send_ipi(cpu, c, self._exp_ipi, name="rcu exp ipi")
-        cost = self.jit.apply(self.cfg.exp_handler)
-        return cost + self._exp_report(cpu)
+        return self.jit.apply(self.cfg.exp_handler) + self._exp_report(cpu)
+
+    def _exp_kw_wait_done(self, cpu: CPU, t: Task) -> int:
+        """synchronize_rcu_expedited_wait(): sleep until the last quiescent state is reported."""
+        if self.exp_pending <= 0:
+            return 0
+        self.exp_kw_waiting = True
+        return BLOCKED
+
+    def _exp_kw_wake(self, cpu: CPU, t: Task) -> int:
+        """rcu_exp_wait_wake(): end the GP sequence and wake_up_all() the requesters it serves."""
+        self.exp_seq_done += 1
+        self.exp_running = False
+        tr = self.tracer
+        if tr is not None:
+            tr.span(self.gp_track, f"expedited GP {self.exp_seq_done}", self.exp_started_at, self.env.now, pid=2, cat="exp")
+        cost = 0
+        keep = []
+        for need, w in self.exp_waiters:
+            if need <= self.exp_seq_done:
+                cost += self._wake_waiter(w, cpu)
+            else:
+                keep.append((need, w))
+        self.exp_waiters = keep
+        return cost
+
+    # v3.13 -----------------------------------------------------------------------------
+    def _exp_start(self, cpu: CPU) -> int:
+        """v3.9/v3.13: begin an expedited GP from the requester (or the last reporter):
+        try_stop_cpus(), each CPU's SCHED_FIFO stopper thread must run."""
+        self.exp_running = True
+        self.exp_gps += 1
+        m = self.m
+        self.exp_started_at = self.env.now
+        # try_stop_cpus(): each CPU's SCHED_FIFO stopper thread must run
+        self.exp_pending = len(m.cpus)
+        cost = 0
+        for c in m.cpus:
+            self.stop_work[c.index] += 1
+            st = self.exp_stoppers[c.index]
+            if st is None:
+                self.exp_stoppers[c.index] = m.spawn(
+                    self._stopper_script(c.index),
+                    f"migration/{c.index}",
+                    policy="fifo",
+                    prio=99,
+                    affinity=(c.index,),
+                    kthread=True,
+                )
+            elif self.stop_parked[c.index]:
+                self.stop_parked[c.index] = False
+                cost += m.wake(st, cpu)
+        return cost
 
     def _stopper_script(self, idx: int):  # type: ignore[no-untyped-def]
         """The per-CPU stopper kthread (kernel/stop_machine.c): runs queued stop work."""
@@ -852,6 +998,13 @@ class Rcu:
         self.exp_pending -= 1
         self.rdp[cpu.index].passed_quiesce = True  # a stopper switch / IPI is also a QS
         if self.exp_pending > 0:
+            return 0
+        if not self.v313:
+            # __rcu_report_exp_rnp(): the last report wakes the worker waiting for it
+            if self.exp_kw_waiting:
+                self.exp_kw_waiting = False
+                assert self.exp_kworker is not None
+                return self.m.wake(self.exp_kworker, cpu)
             return 0
         self.exp_seq_done += 1
         self.exp_running = False
