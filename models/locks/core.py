@@ -28,6 +28,7 @@ Priorities are the substrate's: 0 for SCHED_OTHER, 1..99 for SCHED_FIFO, higher 
 from __future__ import annotations
 
 import bisect
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -223,9 +224,22 @@ class RawSpinLock(KernelLock):
     def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:
         t.preempt_count += 1
         if self.owner is None:
-            self._took(t, "fast")
+            # _took(t, "fast"), inlined
+            self.owner = t
+            self.stats.c[ACQUIRED] += 1
+            d = t.data
+            held = d.get("held")
+            if held is None:
+                d["held"] = [self]
+            else:
+                held.append(self)
+            m = self.model
+            if m.log is not None:
+                m.log.append(("acquire", m.env._now, self.name, t.tid, "fast"))
+            if m.tracer is not None:
+                self.since = m.env._now
             fn = op.hold_fn
-            return self.model.atomic + (op.hold_ns if fn is None else fn(cpu, t))
+            return m.atomic + (op.hold_ns if fn is None else fn(cpu, t))
         self.stats.c[CONTENDED] += 1
         t.data["lk_op"] = op
         self._start_spin(t, self.spinners, 0)
@@ -285,13 +299,15 @@ class SharedReadLock(KernelLock):
         if not self.sleeping:
             t.preempt_count += 1
         self.stats.c[ACQUIRED] += 1
-        return cost + _hold(cpu, t, op)
+        fn = op.hold_fn
+        return cost + (op.hold_ns if fn is None else fn(cpu, t))
 
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
         self.readers -= 1
         if not self.sleeping:
             t.preempt_count -= 1
-        return self.model.cfg.atomic + _after(cpu, t, op)
+        fn = op.after_fn
+        return self.model.atomic + (op.after_ns if fn is None else fn(cpu, t))
 
 
 class RtMutex(KernelLock):
@@ -336,7 +352,9 @@ class RtMutex(KernelLock):
     ) -> None:
         super().__init__(model, name, stats)
         self.pending = False
-        self.waiters: list[tuple[int, int, Task]] = []  # (-prio, seq, task): plist order
+        # (-prio, seq, task): plist order. A deque: the top waiter leaves from the front and a
+        # newcomer of the lowest priority joins at the back, both O(1) with hundreds queued.
+        self.waiters: deque[tuple[int, int, Task]] = deque()
         self.spinners: list[Task] = []
         self.lateral = lateral
         self.adaptive = adaptive
@@ -352,9 +370,14 @@ class RtMutex(KernelLock):
         m = self.model
         m.seq += 1
         key = (-t.prio, m.seq, t)
-        t.data["wkey"] = key
-        t.data["blocked_on"] = self
-        bisect.insort(self.waiters, key)
+        d = t.data
+        d["wkey"] = key
+        d["blocked_on"] = self
+        w = self.waiters
+        if not w or w[-1][0] <= key[0]:
+            w.append(key)  # where insort puts it: its seq is the newest
+        else:
+            bisect.insort(w, key)
         log = m.log
         if log is not None:
             log.append(("enqueue", m.env._now, self.name, t.tid, t.prio))
@@ -760,6 +783,14 @@ class PerCpuLock:
         self.locks = locks
         self.held: dict[int, KernelLock] = {}  # task id -> the CPU's lock it took
 
+    def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:
+        real = self.locks[cpu.index]
+        self.held[t.tid] = real
+        return real.acquire(cpu, t, op)
+
+    def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
+        return self.held.pop(t.tid).release(cpu, t, op)
+
 
 class LockModel:
     """The installed ``[kernel.locks]`` mechanism (kernel/locking/, the -rt patch's
@@ -826,19 +857,13 @@ class LockModel:
         return PerCpuLock(name, [self.new_lock(decl, f"{name}/{c.index}", cls or name) for c in self.m.cpus])
 
     # -- op handlers
-    def _h_lock(self, cpu: CPU, t: Task, op: Lock) -> int:
-        lk = op.lock
-        if type(lk) is PerCpuLock:
-            real = lk.locks[cpu.index]
-            lk.held[t.tid] = real
-            return real.acquire(cpu, t, op)
-        return lk.acquire(cpu, t, op)  # type: ignore[union-attr]
+    @staticmethod
+    def _h_lock(cpu: CPU, t: Task, op: Lock) -> int:
+        return op.lock.acquire(cpu, t, op)
 
-    def _h_unlock(self, cpu: CPU, t: Task, op: Unlock) -> int:
-        lk = op.lock
-        if type(lk) is PerCpuLock:
-            return lk.held.pop(t.tid).release(cpu, t, op)
-        return lk.release(cpu, t, op)  # type: ignore[union-attr]
+    @staticmethod
+    def _h_unlock(cpu: CPU, t: Task, op: Unlock) -> int:
+        return op.lock.release(cpu, t, op)
 
     # -- services for the lock classes
     def notice(self, t: Task) -> None:
