@@ -28,6 +28,7 @@ Priorities are the substrate's: 0 for SCHED_OTHER, 1..99 for SCHED_FIFO, higher 
 from __future__ import annotations
 
 import bisect
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -156,22 +157,26 @@ class KernelLock:
     def _took(self, t: Task, how: str) -> None:
         self.owner = t
         self.stats.c[ACQUIRED] += 1
-        _held(t).append(self)
+        d = t.data
+        held = d.get("held")
+        if held is None:
+            d["held"] = [self]
+        else:
+            held.append(self)
         m = self.model
         log = m.log
         if log is not None:
-            log.append(("acquire", m.m.now, self.name, t.tid, how))
-        if m.m.tracer is not None:
-            self.since = m.m.now
+            log.append(("acquire", m.env._now, self.name, t.tid, how))
+        if m.tracer is not None:
+            self.since = m.env._now
 
     def _dropped(self, t: Task) -> None:
-        held = t.data["held"]
-        held.remove(self)
+        t.data["held"].remove(self)
         m = self.model
         log = m.log
         if log is not None:
-            log.append(("release", m.m.now, self.name, t.tid, ""))
-        if m.m.tracer is not None:
+            log.append(("release", m.env._now, self.name, t.tid, ""))
+        if m.tracer is not None:
             self._trace_span(t.name, "lock")
 
     def _trace_span(self, name: str, cat: str) -> None:
@@ -182,7 +187,7 @@ class KernelLock:
         assert tracer is not None
         if not self.track:
             self.track = tracer.track(f"lock {self.name}", sort=LOCK_TRACK_SORT + self.idx)
-        now = self.model.m.now
+        now = self.model.env._now
         tracer.span(self.track, name, self.since, now, pid=MODEL_PID, cat=cat, args={"class": self.stats.name})
         self.since = now
 
@@ -190,7 +195,7 @@ class KernelLock:
         d = t.data
         d["spinning"] = True
         d["spin_tok"] = d.get("spin_tok", 0) + 1
-        d["spin_t0"] = self.model.m.now + delay
+        d["spin_t0"] = self.model.env._now + delay
         spinners.append(t)
         self.stats.c[SPINS] += 1
 
@@ -200,7 +205,7 @@ class KernelLock:
             d["spinning"] = False
             if t in spinners:
                 spinners.remove(t)
-            self.stats.c[SPIN_NS] += max(0, self.model.m.now - d["spin_t0"])
+            self.stats.c[SPIN_NS] += max(0, self.model.env._now - d["spin_t0"])
 
 
 class RawSpinLock(KernelLock):
@@ -219,8 +224,22 @@ class RawSpinLock(KernelLock):
     def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:
         t.preempt_count += 1
         if self.owner is None:
-            self._took(t, "fast")
-            return self.model.cfg.atomic + _hold(cpu, t, op)
+            # _took(t, "fast"), inlined
+            self.owner = t
+            self.stats.c[ACQUIRED] += 1
+            d = t.data
+            held = d.get("held")
+            if held is None:
+                d["held"] = [self]
+            else:
+                held.append(self)
+            m = self.model
+            if m.log is not None:
+                m.log.append(("acquire", m.env._now, self.name, t.tid, "fast"))
+            if m.tracer is not None:
+                self.since = m.env._now
+            fn = op.hold_fn
+            return m.atomic + (op.hold_ns if fn is None else fn(cpu, t))
         self.stats.c[CONTENDED] += 1
         t.data["lk_op"] = op
         self._start_spin(t, self.spinners, 0)
@@ -236,7 +255,12 @@ class RawSpinLock(KernelLock):
         return self.model.cfg.atomic + _hold(cpu, t, op)
 
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
-        self._dropped(t)
+        t.data["held"].remove(self)  # _dropped, inlined
+        m = self.model
+        if m.log is not None:
+            m.log.append(("release", m.env._now, self.name, t.tid, ""))
+        if m.tracer is not None:
+            self._trace_span(t.name, "lock")
         spinners = self.spinners
         if spinners:
             if self.model.cfg.spinlock == "ticket" or len(spinners) == 1:
@@ -250,7 +274,8 @@ class RawSpinLock(KernelLock):
         else:
             self.owner = None
         t.preempt_count -= 1
-        return self.model.cfg.atomic + _after(cpu, t, op)
+        fn = op.after_fn
+        return m.atomic + (op.after_ns if fn is None else fn(cpu, t))
 
 
 class SharedReadLock(KernelLock):
@@ -274,13 +299,15 @@ class SharedReadLock(KernelLock):
         if not self.sleeping:
             t.preempt_count += 1
         self.stats.c[ACQUIRED] += 1
-        return cost + _hold(cpu, t, op)
+        fn = op.hold_fn
+        return cost + (op.hold_ns if fn is None else fn(cpu, t))
 
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
         self.readers -= 1
         if not self.sleeping:
             t.preempt_count -= 1
-        return self.model.cfg.atomic + _after(cpu, t, op)
+        fn = op.after_fn
+        return self.model.atomic + (op.after_ns if fn is None else fn(cpu, t))
 
 
 class RtMutex(KernelLock):
@@ -325,7 +352,9 @@ class RtMutex(KernelLock):
     ) -> None:
         super().__init__(model, name, stats)
         self.pending = False
-        self.waiters: list[tuple[int, int, Task]] = []  # (-prio, seq, task): plist order
+        # (-prio, seq, task): plist order. A deque: the top waiter leaves from the front and a
+        # newcomer of the lowest priority joins at the back, both O(1) with hundreds queued.
+        self.waiters: deque[tuple[int, int, Task]] = deque()
         self.spinners: list[Task] = []
         self.lateral = lateral
         self.adaptive = adaptive
@@ -341,12 +370,17 @@ class RtMutex(KernelLock):
         m = self.model
         m.seq += 1
         key = (-t.prio, m.seq, t)
-        t.data["wkey"] = key
-        t.data["blocked_on"] = self
-        bisect.insort(self.waiters, key)
+        d = t.data
+        d["wkey"] = key
+        d["blocked_on"] = self
+        w = self.waiters
+        if not w or w[-1][0] <= key[0]:
+            w.append(key)  # where insort puts it: its seq is the newest
+        else:
+            bisect.insort(w, key)
         log = m.log
         if log is not None:
-            log.append(("enqueue", m.m.now, self.name, t.tid, t.prio))
+            log.append(("enqueue", m.env._now, self.name, t.tid, t.prio))
         o = self.owner
         if o is not None and self.waiters[0][2] is t and t.prio > o.prio:
             m.adjust_prio(o, 0)
@@ -389,11 +423,11 @@ class RtMutex(KernelLock):
         if o is t:
             self.pending = False
             t.data["granted"] = False
-            self.stats.c[PENDING_NS] += m.m.now - t.data["grant_t"]
+            self.stats.c[PENDING_NS] += m.env._now - t.data["grant_t"]
             log = m.log
             if log is not None:
-                log.append(("acquire", m.m.now, self.name, t.tid, "pending"))
-            if m.m.tracer is not None:
+                log.append(("acquire", m.env._now, self.name, t.tid, "pending"))
+            if m.tracer is not None:
                 self._trace_span(f"pending {t.name}", "lock_pending")
             self.stats.c[ACQUIRED] += 1
             return True
@@ -406,10 +440,10 @@ class RtMutex(KernelLock):
             c[LATERAL_STEALS] += 1
         log = m.log
         if log is not None:
-            log.append(("steal", m.m.now, self.name, t.tid, o.tid, t.prio, o.prio))
-        tracer = m.m.tracer
+            log.append(("steal", m.env._now, self.name, t.tid, o.tid, t.prio, o.prio))
+        tracer = m.tracer
         if tracer is not None:
-            tracer.instant(m.m.cpus[t.cpu].tid, f"steal {self.name}", m.m.now)
+            tracer.instant(m.m.cpus[t.cpu].tid, f"steal {self.name}", m.env._now)
             self._trace_span(f"pending {o.name} (robbed by {t.name})", "lock_pending")
         o.data["held"].remove(self)
         self.pending = False
@@ -422,12 +456,26 @@ class RtMutex(KernelLock):
         return True
 
     def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:
+        m = self.model
         if self.owner is None and not self.waiters:
-            self._took(t, "fast")
-            return self.model.cfg.atomic + _hold(cpu, t, op)
+            # _took(t, "fast"), inlined (the uncontended lock: most operations)
+            self.owner = t
+            self.stats.c[ACQUIRED] += 1
+            d = t.data
+            held = d.get("held")
+            if held is None:
+                d["held"] = [self]
+            else:
+                held.append(self)
+            if m.log is not None:
+                m.log.append(("acquire", m.env._now, self.name, t.tid, "fast"))
+            if m.tracer is not None:
+                self.since = m.env._now
+            fn = op.hold_fn
+            return m.atomic + (op.hold_ns if fn is None else fn(cpu, t))
         self.stats.c[CONTENDED] += 1
         t.data["lk_op"] = op
-        return self._slow(cpu, t, self.model.cfg.rt_slowpath)
+        return self._slow(cpu, t, m.rt_slowpath)
 
     def _slow(self, cpu: CPU, t: Task, cost: int) -> int:
         """One pass of rt_spin_lock_slowlock / rt_mutex_slowlock under wait_lock: take or
@@ -443,7 +491,8 @@ class RtMutex(KernelLock):
             return SPIN_QUANTUM
         if self._try_take(t):
             op: Lock = t.data.pop("lk_op")
-            return cost + _hold(cpu, t, op)
+            fn = op.hold_fn
+            return cost + (op.hold_ns if fn is None else fn(cpu, t))
         d = t.data
         if d.get("granted"):  # woken as pending owner, robbed before it ran
             d["granted"] = False
@@ -458,7 +507,7 @@ class RtMutex(KernelLock):
         o = self.owner
         if o is t or o is None or not self.queued(t):
             # granted (or robbed, or released) meanwhile: go round the loop again, no sleep
-            return self._slow(cpu, t, self.model.cfg.rt_slowpath)
+            return self._slow(cpu, t, self.model.rt_slowpath)
         if self.adaptive and o.on_cpu and (not self.top_spin or self._may_spin(cpu, t)):
             t.data["spin_owner"] = o
             self._start_spin(t, self.spinners, 0)
@@ -471,7 +520,7 @@ class RtMutex(KernelLock):
         self.stats.c[SLEEPS] += 1
         log = m.log
         if log is not None:
-            log.append(("sleep", m.m.now, self.name, t.tid, o.on_cpu, self.adaptive))
+            log.append(("sleep", m.env._now, self.name, t.tid, o.on_cpu, self.adaptive))
         t.post = self._wake_post
         return BLOCKED
 
@@ -491,11 +540,11 @@ class RtMutex(KernelLock):
             return SPIN_QUANTUM
         self._stop_spin(t, self.spinners)
         if o is t or o is not d["spin_owner"]:
-            return self._slow(cpu, t, self.model.cfg.rt_slowpath)
+            return self._slow(cpu, t, self.model.rt_slowpath)
         return self._wait(cpu, t)  # "owner went to bed, so should we"
 
     def _wake_post(self, cpu: CPU, t: Task) -> int:
-        return self._slow(cpu, t, self.model.cfg.rt_slowpath)
+        return self._slow(cpu, t, self.model.rt_slowpath)
 
     def _wl_spin_post(self, cpu: CPU, t: Task) -> int:
         """Spinning on wait_lock: go on until the releaser drops it, then do the pass."""
@@ -504,7 +553,7 @@ class RtMutex(KernelLock):
             return SPIN_QUANTUM
         t.data["spinning"] = False
         t.preempt_count -= 1
-        return self._slow(cpu, t, self.model.cfg.rt_slowpath)
+        return self._slow(cpu, t, self.model.rt_slowpath)
 
     # -- releasing
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
@@ -523,13 +572,17 @@ class RtMutex(KernelLock):
                 t.preempt_count += 1
                 self.unlocking = t
             return m.cfg.rt_slowpath
-        self._dropped(t)
+        t.data["held"].remove(self)  # _dropped, inlined (the uncontended unlock)
+        if m.log is not None:
+            m.log.append(("release", m.env._now, self.name, t.tid, ""))
+        if m.tracer is not None:
+            self._trace_span(t.name, "lock")
         self.owner = None
         self.pending = False
-        cost = m.cfg.atomic
         if t.prio != t.base_prio:
             m.adjust_prio(t, 0)
-        return cost + _after(cpu, t, op)
+        fn = op.after_fn
+        return m.atomic + (op.after_ns if fn is None else fn(cpu, t))
 
     def _unlock_post(self, cpu: CPU, t: Task) -> int:
         """The slow unlock's pass is done; hand the lock to the top waiter now."""
@@ -572,21 +625,21 @@ class RtMutex(KernelLock):
         self.owner = w
         self.pending = True
         w.data["granted"] = True
-        w.data["grant_t"] = m.m.now
+        w.data["grant_t"] = m.env._now
         _held(w).append(self)
-        if m.m.tracer is not None:
-            self.since = m.m.now  # the pending-owner interval starts
+        if m.tracer is not None:
+            self.since = m.env._now  # the pending-owner interval starts
         self.stats.c[HANDOFFS] += 1
         log = m.log
         if log is not None:
-            log.append(("grant", m.m.now, self.name, w.tid, t.tid))
+            log.append(("grant", m.env._now, self.name, w.tid, t.tid))
         m.adjust_prio(t, 0)
         m.adjust_prio(w, 0)
         if w.data.get("spinning"):
             m.notice(w)  # a spinning waiter is running: no wakeup needed
         elif w.state == T_BLOCKED:
             if log is not None:
-                log.append(("wake", m.m.now, self.name, w.tid, ""))
+                log.append(("wake", m.env._now, self.name, w.tid, ""))
             cost += m.m.wake(w, cpu)
         for s in self.spinners:
             if s is not w:
@@ -641,7 +694,7 @@ class Mutex(KernelLock):
             self.waiters.append(t)
             log = self.model.log
             if log is not None:
-                log.append(("enqueue", self.model.m.now, self.name, t.tid, t.prio))
+                log.append(("enqueue", self.model.env._now, self.name, t.tid, t.prio))
         t.post = self._block_post
         return self.model.cfg.mutex_slowpath
 
@@ -672,7 +725,7 @@ class Mutex(KernelLock):
         log = m.log
         if log is not None:
             o = self.owner
-            log.append(("sleep", m.m.now, self.name, t.tid, bool(o is not None and o.on_cpu), False))
+            log.append(("sleep", m.env._now, self.name, t.tid, bool(o is not None and o.on_cpu), False))
         t.post = self._wake_post
         return BLOCKED
 
@@ -713,7 +766,7 @@ class Mutex(KernelLock):
             w.data["woken"] = True
             log = m.log
             if log is not None:
-                log.append(("wake", m.m.now, self.name, w.tid, ""))
+                log.append(("wake", m.env._now, self.name, w.tid, ""))
             cost += m.m.wake(w, cpu)
         return cost + _after(cpu, t, op)
 
@@ -730,6 +783,14 @@ class PerCpuLock:
         self.locks = locks
         self.held: dict[int, KernelLock] = {}  # task id -> the CPU's lock it took
 
+    def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:
+        real = self.locks[cpu.index]
+        self.held[t.tid] = real
+        return real.acquire(cpu, t, op)
+
+    def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
+        return self.held.pop(t.tid).release(cpu, t, op)
+
 
 class LockModel:
     """The installed ``[kernel.locks]`` mechanism (kernel/locking/, the -rt patch's
@@ -742,6 +803,11 @@ class LockModel:
         self.cfg = cfg
         self.seq = 0
         self.rng = m.streams.get("locks")
+        # read per lock operation: cached (the machine's tracer and the config never change)
+        self.env = m.env
+        self.tracer = m.tracer
+        self.atomic = cfg.atomic
+        self.rt_slowpath = cfg.rt_slowpath
         self.classes: dict[str, LockClassStats] = {}
         self.locks: list[KernelLock] = []
         self.log: list[tuple[Any, ...]] | None = None  # set to [] to record every lock event (tests)
@@ -791,19 +857,13 @@ class LockModel:
         return PerCpuLock(name, [self.new_lock(decl, f"{name}/{c.index}", cls or name) for c in self.m.cpus])
 
     # -- op handlers
-    def _h_lock(self, cpu: CPU, t: Task, op: Lock) -> int:
-        lk = op.lock
-        if type(lk) is PerCpuLock:
-            real = lk.locks[cpu.index]
-            lk.held[t.tid] = real
-            return real.acquire(cpu, t, op)
-        return lk.acquire(cpu, t, op)  # type: ignore[union-attr]
+    @staticmethod
+    def _h_lock(cpu: CPU, t: Task, op: Lock) -> int:
+        return op.lock.acquire(cpu, t, op)
 
-    def _h_unlock(self, cpu: CPU, t: Task, op: Unlock) -> int:
-        lk = op.lock
-        if type(lk) is PerCpuLock:
-            return lk.held.pop(t.tid).release(cpu, t, op)
-        return lk.release(cpu, t, op)  # type: ignore[union-attr]
+    @staticmethod
+    def _h_unlock(cpu: CPU, t: Task, op: Unlock) -> int:
+        return op.lock.release(cpu, t, op)
 
     # -- services for the lock classes
     def notice(self, t: Task) -> None:

@@ -360,6 +360,8 @@ class Hackbench:
             )
             for c in self.caches
         }
+        self.pair_ops: dict[UnixPair, tuple[Any, ...]] = {}  # a pair's send steps (_sender)
+        self.alloc_ops: list[tuple[SlabCache, Lock, Unlock]] = []  # a sender's two slab allocations
         m.spawn(self._parent, "hackbench")
 
     # -- start and end
@@ -443,10 +445,20 @@ class Hackbench:
                 Unlock(p.d_lock, exit_ns),
             )
 
-        plan = [(p, per_pair(p)) for p in pairs]
+        # A pair's steps depend on the pair only: the group's senders share them (ops and
+        # their callbacks hold no per-task state), built once rather than once per sender.
+        cache = self.pair_ops
+        plan = []
+        for p in pairs:
+            ops = cache.get(p)
+            if ops is None:
+                ops = cache[p] = per_pair(p)
+            plan.append((p, ops))
         slab_cpu, batch_ops = self.slab_cpu, self.batch_ops
-        halves = (alloc_ns // 2, alloc_ns - alloc_ns // 2)
-        slab_ops = [(c, Lock(slab, h), Unlock(slab)) for c, h in zip(self.caches, halves, strict=True)]
+        if not self.alloc_ops:
+            halves = (alloc_ns // 2, alloc_ns - alloc_ns // 2)
+            self.alloc_ops = [(c, Lock(slab, h), Unlock(slab)) for c, h in zip(self.caches, halves, strict=True)]
+        slab_ops = self.alloc_ops
 
         def script(task: Task) -> Script:
             yield Call(self._wait_start)
