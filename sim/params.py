@@ -119,6 +119,18 @@ class Costs:
         min=0,
         source=f"{PROFILE}: fit of the same-CPU pipe ping-pong (context_switch, pipe_message.same_cpu_pingpong)",
     )
+    mm_switch: int = knob(
+        0,
+        doc="a context switch into a task of another address space, beyond context_switch: switch_mm_irqs_off "
+        "(CR3 write, ASID/PCID choice) and the TLB and cache refill after it; charged only when the next task's "
+        "mm differs from the CPU's active mm (threads share their process's mm; kernel threads borrow the "
+        "previous one, lazy TLB, and pay nothing)",
+        unit="ns",
+        min=0,
+        source="not measured by default (0): kernel/sched/core.c context_switch, switch_mm_irqs_off only when "
+        "next->mm != prev->active_mm; a profile with the context_switch_process item sets it (rcusim calibrate: "
+        "process minus thread same-CPU ping-pong, medians)",
+    )
     wakeup: int = knob(
         1_201,
         doc="try_to_wake_up as paid by the waker",
