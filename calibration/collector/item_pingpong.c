@@ -2,6 +2,8 @@
  * Items built on two threads exchanging messages over a pipe pair or an
  * AF_UNIX stream socketpair: context_switch, cross_cpu_wakeup, pipe_message,
  * unix_socket_message.  Both threads are pinned (thread A to cpu_a, B to cpu_b).
+ * context_switch_process runs B in a forked child instead (a process of its own:
+ * every switch between A and B changes the address space, switch_mm).
  *
  * ping-pong: A writes a message, B reads it and writes one back, A reads it;
  *   a batch of round trips is timed by A and reported as round trip / 2.
@@ -15,6 +17,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 enum chan_kind { CHAN_PIPE, CHAN_UNIX };
@@ -25,6 +28,7 @@ struct pp {
 	enum pp_mode mode;
 	int cpu_a, cpu_b;
 	size_t msg;
+	int proc; /* B is a forked child process, not a thread (ping-pong over pipes only) */
 	long per_batch, batches, warm;
 	int a_rd, a_wr, b_rd, b_wr;
 	sampleset *out;
@@ -146,6 +150,43 @@ out:
 	return NULL;
 }
 
+/* B in a forked child (tracked: killed and reaped on SIGINT/SIGTERM), A in a thread of the
+ * collector as in the thread case; the child exits at end of stream with 0 or its errno.
+ * Closes the four pipe fds.  Returns 0 or an errno value. */
+static int run_pp_process(struct pp *p)
+{
+	int rc = 0;
+	pid_t pid = tracked_fork();
+	if (pid == 0) {
+		close(p->a_wr);
+		close(p->a_rd);
+		thread_b(p);
+		_exit(p->err_b & 0xff);
+	}
+	if (pid < 0)
+		rc = errno;
+	close(p->b_rd);
+	close(p->b_wr);
+	if (rc == 0) {
+		pthread_t ta;
+		rc = spawn_thread(thread_a, p, &ta);
+		if (rc == 0)
+			pthread_join(ta, NULL); /* thread_a closes a_wr: end of stream for B */
+		else
+			close(p->a_wr);
+		int status = 0;
+		tracked_wait(pid, &status);
+		if (rc == 0 && !p->err_a && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
+			p->err_b = WIFEXITED(status) ? WEXITSTATUS(status) : ECHILD;
+	} else {
+		close(p->a_wr);
+	}
+	close(p->a_rd);
+	if (rc)
+		return rc;
+	return p->err_a ? p->err_a : p->err_b;
+}
+
 /* Returns 0 or an errno value. */
 static int run_pp(struct pp *p)
 {
@@ -169,6 +210,8 @@ static int run_pp(struct pp *p)
 		p->b_rd = p->b_wr = fds[1];
 	}
 	p->err_a = p->err_b = 0;
+	if (p->proc)
+		return run_pp_process(p);
 	pthread_t ta, tb;
 	int rc = spawn_thread(thread_b, p, &tb);
 	if (rc == 0) {
@@ -196,7 +239,7 @@ static void pingpong_params(item_ctx *ctx, const struct pp *p)
 	jv_set(ctx->params, "message_bytes", jv_int((long long)p->msg));
 	jv_set(ctx->params, "round_trips_per_batch", jv_int(p->per_batch));
 	jv_set(ctx->params, "batches", jv_int(p->batches));
-	jv_set(ctx->params, "execution_context", jv_str("threads"));
+	jv_set(ctx->params, "execution_context", jv_str(p->proc ? "processes" : "threads"));
 }
 
 void item_context_switch(item_ctx *ctx)
@@ -212,6 +255,55 @@ void item_context_switch(item_ctx *ctx)
 	int e = run_pp(&p);
 	if (e)
 		item_fail(ctx, "pipe ping-pong: %s", strerror(e));
+}
+
+void item_context_switch_process(item_ctx *ctx)
+{
+	/* Interleaved rounds of the same ping-pong between two threads (series "threads") and
+	 * between two processes (the item's samples), so that machine noise that comes and goes
+	 * (other work, frequency) touches both alike and the difference of the medians is the
+	 * cost of changing address space. */
+	const long rounds = 10, per_round = plan(ctx, 10, 100);
+	struct pp p = {.kind = CHAN_PIPE, .mode = PP_PINGPONG, .msg = 1, .proc = 1, .per_batch = 100,
+		       .batches = rounds * per_round, .warm = 1000, .out = &ctx->samples};
+	p.cpu_a = p.cpu_b = ctx->opt->cpus[0];
+	ctx->unit = "ns";
+	item_method(ctx, "As context_switch, but B is a forked child process: two processes (two address "
+			 "spaces) pinned to the same CPU ping-pong a 1-byte message over two pipes; a batch of "
+			 "round trips is timed and divided by 2 (one switch between address spaces per one-way "
+			 "trip, including one pipe write and one pipe read). Series threads: the same between two "
+			 "threads, in %ld rounds alternating with the processes' (a fresh pair and warm-up each "
+			 "round). Processes minus threads (medians) is the cost of switch_mm and the TLB and "
+			 "cache refill after it.", rounds);
+	pingpong_params(ctx, &p);
+	jv_set(ctx->params, "rounds", jv_int(rounds));
+	sampleset thr;
+	ss_init(&thr);
+	int e = 0;
+	for (long r = 0; r < rounds && !e; r++) {
+		struct pp t = p;
+		t.proc = 0;
+		t.batches = per_round;
+		t.out = &thr;
+		e = run_pp(&t);
+		if (e) {
+			item_fail(ctx, "pipe ping-pong between threads: %s", strerror(e));
+			break;
+		}
+		struct pp q = p;
+		q.batches = per_round;
+		e = run_pp(&q);
+		if (e)
+			item_fail(ctx, "pipe ping-pong between processes: %s", strerror(e));
+	}
+	if (!e) {
+		jv *entry = item_series_add(ctx, "threads", &thr, "ns");
+		jv *prm = jv_get(entry, "params");
+		jv_set(prm, "execution_context", jv_str("threads"));
+		jv_set(prm, "round_trips_per_batch", jv_int(p.per_batch));
+		jv_set(prm, "batches", jv_int(rounds * per_round));
+	}
+	ss_free(&thr);
 }
 
 void item_cross_cpu_wakeup(item_ctx *ctx)
