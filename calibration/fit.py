@@ -95,9 +95,12 @@ knobs (:data:`WORKLOAD_DIRECT`), never a Costs field."""
 MM_QUANTITIES: dict[str, tuple[str, str | None]] = {
     "pingpong_1b_process": ("context_switch_process", None),
     "pingpong_1b_threads": ("context_switch_process", "threads"),
+    "ring8_processes": ("context_switch_process", "ring8_processes"),
+    "ring8_threads": ("context_switch_process", "ring8_threads"),
 }
 """The same-CPU ping-pong between two processes and its interleaved thread baseline (collector
-0.5.0): optional, they set ``Costs.mm_switch`` (:data:`MM_SWITCH`)."""
+0.5.0), and a ring of 8 processes and of 8 threads on one CPU: optional, they set
+``Costs.mm_switch`` (:data:`MM_SWITCH`) and ``Costs.asid_miss`` (:data:`ASID_MISS`)."""
 
 
 def _where(q: str) -> tuple[str, str | None]:
@@ -271,6 +274,20 @@ MM_SWITCH = OptionalDirect(
 """``mm_switch`` is direct: the thread ping-pong the other fits replay pays no mm switch in the
 model, so the difference of the two ping-pongs is the parameter. It is fixed before the fit
 (the fork replicas switch between processes and pay it)."""
+
+ASID_MISS = OptionalDirect(
+    "asid_miss",
+    ("ring8_processes", "ring8_threads", "pingpong_1b_process", "pingpong_1b_threads"),
+    "(context_switch_process.ring8_processes - .ring8_threads) - mm_switch (medians): per hop of a ring of 8 "
+    "processes on one CPU beyond a ring of 8 threads, less the switch between two processes that keep their "
+    "PCIDs; 8 mms are more than x86's 6 per-CPU PCIDs (TLB_NR_DYN_ASIDS), so every hop takes a new ASID and "
+    "flushes (arch/x86/mm/tlb.c choose_new_asid)",
+    lambda m: (m["ring8_processes"] - m["ring8_threads"]) - max(0.0, m["pingpong_1b_process"] - m["pingpong_1b_threads"]),
+    "context_switch_process",
+)
+"""``asid_miss`` is direct too: what a switch costs beyond ``mm_switch`` when the mm has lost its
+PCID; a profile of collector 0.5.0 before the ring series keeps 0, with a warning."""
+
 
 NETNS_TOOL_RUNS = {"ip": 6, "sysctl": 1}
 """Tool runs per router of the collector's fake-router script as the ``netns`` workload runs it
@@ -604,7 +621,13 @@ def calibrate(
     direct = _direct_values(med, cross, base, warnings)
     jitter = _jitter(samples, med["clock_read"])
     mm = optional_direct(profile, MM_SWITCH, bootstrap, rng_seed, warnings)
-    fixed = {"jitter_cv": jitter, "mm_switch": mm.value, **{p: float(getattr(base, p)) for p in NOT_MEASURED}}
+    asid = optional_direct(profile, ASID_MISS, bootstrap, rng_seed, warnings)
+    fixed = {
+        "jitter_cv": jitter,
+        "mm_switch": mm.value,
+        "asid_miss": asid.value,
+        **{p: float(getattr(base, p)) for p in NOT_MEASURED},
+    }
 
     fitted = [f for f in FITTED if cross or not f.cross_cpu]
     names = [f.param for f in fitted]
@@ -745,6 +768,7 @@ def calibrate(
     for p, why in NOT_MEASURED.items():
         estimates[p] = Estimate(p, float(getattr(base, p)), None, None, "default", f"not measured: {why}", ())
     estimates[mm.param] = mm
+    estimates[asid.param] = asid
 
     rows: list[OutcomeRow] = []
     for o in outcomes:
@@ -782,7 +806,7 @@ def optional_direct(
     there); the field's default, with a warning, when the item is missing or not ok."""
     default = float(getattr(Costs(), od.param))
     if not all(_available(profile, q) for q in od.inputs):
-        why = f"the profile has no usable {od.missing} item (collector < 0.5.0)"
+        why = f"the profile has no usable {od.missing} item or series (collector < 0.5.0)"
         if warnings is not None:
             warnings.append(
                 f"{od.param}: {why}; it keeps its default {default:.0f} ns "

@@ -291,6 +291,10 @@ class _Tick:
 
 
 NORMAL = simpy.core.NORMAL
+TLB_NR_DYN_ASIDS = 6
+"""Per-CPU PCID slots of x86 (arch/x86/include/asm/tlbflush.h): the mms whose TLB entries a CPU
+keeps across switches (see ``Costs.asid_miss``)."""
+
 MAX_SOFTIRQ_RESTART = 10  # kernel/softirq.c
 NO_PROGRESS_LIMIT = 1_000_000  # zero-time ops in a row before a task is declared stuck
 
@@ -309,7 +313,7 @@ class CPU:
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "tick_gen", "tick_at", "jiffy_timers",
         "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "delayed", "load_avg",
-        "active_mm",
+        "active_mm", "asids", "next_asid",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -355,6 +359,10 @@ class CPU:
         # the mm the CPU runs on (rq->prev_mm / active_mm): the last user task's; kernel threads and
         # idle borrow it (lazy TLB), so it only changes when a task with another mm is switched in
         self.active_mm = 0
+        # x86 PCIDs: the mms that own one of the CPU's TLB_NR_DYN_ASIDS slots, given out round robin
+        # (arch/x86/mm/tlb.c choose_new_asid); a switch to an mm without one flushes its TLB
+        self.asids = [0] * TLB_NR_DYN_ASIDS
+        self.next_asid = 0
         self.load_avg = 0  # wake_affine = "weight": runnable weight averaged at the tick (PELT-like)
 
     # ------------------------------------------------------------------ timed actions
@@ -959,8 +967,12 @@ class CPU:
             # kernel/sched/core.c context_switch(): switch_mm_irqs_off only when next has an mm
             # and it is not the one the CPU is on (a kernel thread keeps the borrowed one)
             self.active_mm = mm
-            if m.costs.mm_switch:
-                cost += m.jit_sched.apply(m.costs.mm_switch)
+            cost += m.jit_sched.apply(m.costs.mm_switch)  # no draw when 0
+            asids = self.asids
+            if mm not in asids:  # choose_new_asid: a new slot, need_flush
+                asids[self.next_asid] = mm
+                self.next_asid = (self.next_asid + 1) % TLB_NR_DYN_ASIDS
+                cost += m.jit_sched.apply(m.costs.asid_miss)
         index = self.index
         if nxt.ran_cpu != index:
             if nxt.ran_cpu >= 0:

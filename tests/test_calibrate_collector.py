@@ -151,18 +151,27 @@ def test_context_switch_process_quick_run_validates(collector, tmp_path):  # noq
     item = load_profile(out).item("context_switch_process")
     assert item.status == "ok" and item.unit == "ns"
     assert item.params["execution_context"] == "processes" and item.params["cpu_a"] == item.params["cpu_b"]
-    (threads,) = item.series or ()
-    assert threads.label == "threads" and threads.params["execution_context"] == "threads"
+    series = {s.label: s for s in item.series or ()}
+    assert set(series) == {"threads", "ring8_threads", "ring8_processes"}
+    threads = series["threads"]
+    assert threads.params["execution_context"] == "threads"
     # interleaved rounds: as many process batches as thread batches
     assert item.samples_total == threads.samples_total == item.params["batches"]
-    assert all(x > 0 for x in item.samples + threads.samples)
+    for label in ("ring8_threads", "ring8_processes"):
+        ring = series[label]
+        assert ring.params["ring_members"] == 8 and ring.samples_total == ring.params["batches"] > 0
+        assert ring.params["execution_context"] == label.split("_")[1]
+    assert all(x > 0 for s in series.values() for x in s.samples) and all(x > 0 for x in item.samples)
 
 
 def test_context_switch_process_runs_without_root_and_leaves_no_child(collector, tmp_path):  # noqa: F811
     res = _run_unprivileged(collector, ["--quick", "--items", "context_switch_process"])
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["items"]["context_switch_process"]["status"] == "ok"
-    rc, stderr, seen, out = _interrupt_mid_run(collector, tmp_path, ["--items", "context_switch_process"], lambda seen: len(seen) >= 2)
+    # interrupted while the ring of processes runs (seven children at once)
+    rc, stderr, seen, out = _interrupt_mid_run(
+        collector, tmp_path, ["--items", "context_switch_process"], lambda seen: len(seen) >= 7
+    )
     assert rc in (-signal.SIGINT, 128 + signal.SIGINT), stderr
     assert seen and not [pid for pid in seen if _alive(pid)]
     assert not out.exists()

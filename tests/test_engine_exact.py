@@ -246,3 +246,38 @@ def test_spawn_op_threads_share_the_parent_mm_and_processes_get_their_own():
     run(m, 1 * MS)
     thr, proc = kids
     assert thr.mm == par.mm and proc.mm not in (0, par.mm)
+
+
+def test_asid_miss_when_more_mms_take_turns_than_the_cpu_has_pcids():
+    # arch/x86/mm/tlb.c choose_new_asid: an mm without one of the CPU's TLB_NR_DYN_ASIDS slots gets
+    # the next slot round robin and a flush; one that has a slot switches without a flush.
+    from sim.machine import TLB_NR_DYN_ASIDS
+
+    def laps(n):
+        m = machine(cpus=1, context_switch=1000, mm_switch=300, asid_miss=5000)
+        log = []
+
+        def script(name):
+            def s(task):
+                for _ in range(3):
+                    yield cpu(10_000)
+                    log.append((name, m.now))
+                    yield sleep(1)  # block: the others run in turn
+
+            return s
+
+        for i in range(n):
+            m.spawn(script(i), f"p{i}")
+        run(m, 10 * MS)
+        return m, [t for _, t in log]
+
+    # six processes: each misses once (its first switch-in), then every switch finds its PCID
+    m, times = laps(TLB_NR_DYN_ASIDS)
+    first = [t2 - t1 for t1, t2 in zip([0, *times[:5]], times[:6], strict=True)]
+    assert first == [1000 + 300 + 5000 + 10_000] * 6
+    later = [t2 - t1 for t1, t2 in zip(times[6:], times[7:], strict=False)]
+    assert later and all(d == 1000 + 300 + 10_000 for d in later)
+    # seven: round robin evicts the mm that comes next, every switch misses
+    m, times = laps(TLB_NR_DYN_ASIDS + 1)
+    deltas = [t2 - t1 for t1, t2 in zip([0, *times], times, strict=False)]
+    assert all(d == 1000 + 300 + 5000 + 10_000 for d in deltas)
