@@ -4,7 +4,9 @@ Two kinds of estimate, each recorded with its method and the profile items it re
 
 * **direct**: a measurement *is* the parameter, or a difference of two measurements isolates
   it (e.g. ``wakeup`` = median of ``write()`` calls that wake a reader - median of plain
-  ``write()`` calls). See :data:`DIRECT` for every formula.
+  ``write()`` calls). See :data:`DIRECT` for every formula, and :data:`MM_SWITCH` for
+  ``mm_switch`` (process minus thread ping-pong), which a profile without the
+  ``context_switch_process`` item leaves at 0, with a warning.
 * **fit**: a parameter shows only through an outcome the scheduler shapes (a ping-pong's
   one-way time, a fork+wait). :mod:`calibration.microbench` replays those benchmarks on the
   model; SciPy's ``least_squares`` finds the parameters whose simulated medians match the
@@ -90,6 +92,24 @@ COMPONENTS: dict[str, tuple[str, str | None]] = {
 """Quantities of the composites' component items (collector 0.3.0): optional, they set workload
 knobs (:data:`WORKLOAD_DIRECT`), never a Costs field."""
 
+MM_QUANTITIES: dict[str, tuple[str, str | None]] = {
+    "pingpong_1b_process": ("context_switch_process", None),
+    "pingpong_1b_threads": ("context_switch_process", "threads"),
+    "ring8_processes": ("context_switch_process", "ring8_processes"),
+    "ring8_threads": ("context_switch_process", "ring8_threads"),
+}
+"""The same-CPU ping-pong between two processes and its interleaved thread baseline (collector
+0.5.0), and a ring of 8 processes and of 8 threads on one CPU: optional, they set
+``Costs.mm_switch`` (:data:`MM_SWITCH`) and ``Costs.asid_miss`` (:data:`ASID_MISS`)."""
+
+
+def _where(q: str) -> tuple[str, str | None]:
+    for table in (QUANTITIES, COMPONENTS, MM_QUANTITIES):
+        if q in table:
+            return table[q]
+    raise KeyError(q)
+
+
 CROSS_CPU = {
     "stream_cross",
     "wake_remote",
@@ -102,7 +122,7 @@ CROSS_CPU = {
 
 
 def _m(q: str) -> str:
-    item, series = QUANTITIES[q] if q in QUANTITIES else COMPONENTS[q]
+    item, series = _where(q)
     return f"{item}.{series}" if series else item
 
 
@@ -227,6 +247,47 @@ NOT_MEASURED: dict[str, str] = {
 }
 
 JITTER_INPUTS = ("pipe_write", "pipe_read")
+
+
+@dataclass(frozen=True)
+class OptionalDirect:
+    """A Costs field computed from medians of an item older profiles lack: without it the field
+    keeps its default (``sim/params.py``), with a warning."""
+
+    param: str
+    inputs: tuple[str, ...]
+    formula: str
+    fn: Callable[[Mapping[str, float]], float]
+    missing: str
+
+
+MM_SWITCH = OptionalDirect(
+    "mm_switch",
+    ("pingpong_1b_process", "pingpong_1b_threads"),
+    "context_switch_process - context_switch_process.threads (medians): a same-CPU 1-byte pipe ping-pong between "
+    "two processes minus the same between two threads, interleaved in one item; per one-way trip one switch, which "
+    "between processes also switches the address space (kernel/sched/core.c context_switch: switch_mm_irqs_off "
+    "when next->mm != prev->active_mm) and refills the TLB and caches",
+    lambda m: m["pingpong_1b_process"] - m["pingpong_1b_threads"],
+    "context_switch_process",
+)
+"""``mm_switch`` is direct: the thread ping-pong the other fits replay pays no mm switch in the
+model, so the difference of the two ping-pongs is the parameter. It is fixed before the fit
+(the fork replicas switch between processes and pay it)."""
+
+ASID_MISS = OptionalDirect(
+    "asid_miss",
+    ("ring8_processes", "ring8_threads", "pingpong_1b_process", "pingpong_1b_threads"),
+    "(context_switch_process.ring8_processes - .ring8_threads) - mm_switch (medians): per hop of a ring of 8 "
+    "processes on one CPU beyond a ring of 8 threads, less the switch between two processes that keep their "
+    "PCIDs; 8 mms are more than x86's 6 per-CPU PCIDs (TLB_NR_DYN_ASIDS), so every hop takes a new ASID and "
+    "flushes (arch/x86/mm/tlb.c choose_new_asid)",
+    lambda m: (m["ring8_processes"] - m["ring8_threads"]) - max(0.0, m["pingpong_1b_process"] - m["pingpong_1b_threads"]),
+    "context_switch_process",
+)
+"""``asid_miss`` is direct too: what a switch costs beyond ``mm_switch`` when the mm has lost its
+PCID; a profile of collector 0.5.0 before the ring series keeps 0, with a warning."""
+
 
 NETNS_TOOL_RUNS = {"ip": 6, "sysctl": 1}
 """Tool runs per router of the collector's fake-router script as the ``netns`` workload runs it
@@ -417,7 +478,7 @@ class Calibration:
 def _samples(profile: Profile, q: str) -> tuple[np.ndarray, float]:
     """The stored samples of quantity ``q`` and the median over *all* samples (the collector
     stores a subsample when there were more than ``max_samples``)."""
-    item, series = QUANTITIES[q] if q in QUANTITIES else COMPONENTS[q]
+    item, series = _where(q)
     src = profile.series(item, series) if series else profile.item(item)
     arr = np.asarray(src.samples, dtype=float)
     if arr.size == 0:
@@ -435,7 +496,7 @@ def _needed(cross: bool) -> list[str]:
 
 
 def _available(profile: Profile, q: str) -> bool:
-    item, series = QUANTITIES[q] if q in QUANTITIES else COMPONENTS[q]
+    item, series = _where(q)
     it = profile.items.get(item)
     return it is not None and it.status == "ok" and (series is None or it.get_series(series) is not None)
 
@@ -559,7 +620,14 @@ def calibrate(
     sub_med = {q: float(np.median(v)) for q, v in samples.items()}
     direct = _direct_values(med, cross, base, warnings)
     jitter = _jitter(samples, med["clock_read"])
-    fixed = {"jitter_cv": jitter, **{p: float(getattr(base, p)) for p in NOT_MEASURED}}
+    mm = optional_direct(profile, MM_SWITCH, bootstrap, rng_seed, warnings)
+    asid = optional_direct(profile, ASID_MISS, bootstrap, rng_seed, warnings)
+    fixed = {
+        "jitter_cv": jitter,
+        "mm_switch": mm.value,
+        "asid_miss": asid.value,
+        **{p: float(getattr(base, p)) for p in NOT_MEASURED},
+    }
 
     fitted = [f for f in FITTED if cross or not f.cross_cpu]
     names = [f.param for f in fitted]
@@ -699,6 +767,8 @@ def calibrate(
     )
     for p, why in NOT_MEASURED.items():
         estimates[p] = Estimate(p, float(getattr(base, p)), None, None, "default", f"not measured: {why}", ())
+    estimates[mm.param] = mm
+    estimates[asid.param] = asid
 
     rows: list[OutcomeRow] = []
     for o in outcomes:
@@ -726,6 +796,59 @@ def calibrate(
     }
     step("done", 1.0)
     return Calibration(profile.source, target, seeds, bootstrap, estimates, rows, warnings, machine, workload)
+
+
+def optional_direct(
+    profile: Profile, od: OptionalDirect, bootstrap: int = 0, rng_seed: int = 0, warnings: list[str] | None = None
+) -> Estimate:
+    """``od`` on ``profile``: the medians' formula, with a bootstrap interval over the item's stored
+    samples (its own generator, so the other intervals do not depend on whether the item is
+    there); the field's default, with a warning, when the item is missing or not ok."""
+    default = float(getattr(Costs(), od.param))
+    if not all(_available(profile, q) for q in od.inputs):
+        why = f"the profile has no usable {od.missing} item or series (collector < 0.5.0)"
+        if warnings is not None:
+            warnings.append(
+                f"{od.param}: {why}; it keeps its default {default:.0f} ns "
+                f"(collect {od.missing} and merge it into the profile to measure it)"
+            )
+        return Estimate(
+            od.param,
+            default,
+            None,
+            None,
+            "default",
+            f"not measured: {why}",
+            (),
+            f"collect it: rcusim-collector --items {od.missing} --out NEW.json, then "
+            "python -m calibration.profile --merge PROFILE NEW.json --out PROFILE",
+        )
+    loaded = {q: _samples(profile, q) for q in od.inputs}
+    med = {q: m for q, (_, m) in loaded.items()}
+    value = od.fn(med)
+    lo = hi = None
+    if bootstrap > 0:
+        rng = np.random.default_rng([rng_seed, 2])
+        sub = {q: float(np.median(v)) for q, (v, _) in loaded.items()}
+        draws = [
+            max(
+                0.0,
+                od.fn(
+                    {
+                        q: med[q] + float(np.median(rng.choice(v, size=v.size, replace=True))) - sub[q]
+                        for q, (v, _) in loaded.items()
+                    }
+                ),
+            )
+            for _ in range(bootstrap)
+        ]
+        lo, hi = (float(x) for x in np.percentile(draws, [2.5, 97.5]))
+    if value < 0:
+        if warnings is not None:
+            warnings.append(f"{od.param}: {od.formula} is negative ({value:.0f} ns); set to 0")
+        value = 0.0
+    note = f"{od.missing} collected {profile.collected(od.missing)}"
+    return Estimate(od.param, value, lo, hi, "direct", od.formula, tuple(_m(q) for q in od.inputs), note)
 
 
 def workload_estimates(

@@ -89,8 +89,8 @@ def pingpong(costs: Costs, target: Target, *, cross: bool, rounds: int = 300, wa
             yield recv_ab
             yield send_ba
 
-    m.spawn(thread_b, "b", affinity=(1 if cross else 0,))
-    m.spawn(thread_a, "a", affinity=(0,))
+    b = m.spawn(thread_b, "b", affinity=(1 if cross else 0,))
+    m.spawn(thread_a, "a", affinity=(0,), thread_of=b)  # the collector's two threads: one mm
     _run(m, clock)
     t0, t1 = clock.marks
     return (t1 - t0) / (2 * rounds)
@@ -117,8 +117,8 @@ def stream(costs: Costs, target: Target, *, cross: bool, messages: int = 3000, w
         yield clock.op
         yield clock.finish
 
-    m.spawn(reader, "reader", affinity=(1 if cross else 0,))
-    m.spawn(writer, "writer", affinity=(0,))
+    r = m.spawn(reader, "reader", affinity=(1 if cross else 0,))
+    m.spawn(writer, "writer", affinity=(0,), thread_of=r)  # two threads of the collector: one mm
     _run(m, clock)
     t0, t1 = clock.marks
     return (t1 - t0) / messages

@@ -291,6 +291,10 @@ class _Tick:
 
 
 NORMAL = simpy.core.NORMAL
+TLB_NR_DYN_ASIDS = 6
+"""Per-CPU PCID slots of x86 (arch/x86/include/asm/tlbflush.h): the mms whose TLB entries a CPU
+keeps across switches (see ``Costs.asid_miss``)."""
+
 MAX_SOFTIRQ_RESTART = 10  # kernel/softirq.c
 NO_PROGRESS_LIMIT = 1_000_000  # zero-time ops in a row before a task is declared stuck
 
@@ -309,6 +313,7 @@ class CPU:
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "tick_gen", "tick_at", "jiffy_timers",
         "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "delayed", "load_avg",
+        "active_mm", "asids", "next_asid",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -351,6 +356,13 @@ class CPU:
         self._handlers = machine.handlers  # the same dict: Machine.handle adds to it
         self._dispatch_b = self._dispatch  # bound once (the action after a switch or an irq)
         self.delayed: list[Task] = []  # eevdf: sleepers kept on the queue by DELAY_DEQUEUE
+        # the mm the CPU runs on (rq->prev_mm / active_mm): the last user task's; kernel threads and
+        # idle borrow it (lazy TLB), so it only changes when a task with another mm is switched in
+        self.active_mm = 0
+        # x86 PCIDs: the mms that own one of the CPU's TLB_NR_DYN_ASIDS slots, given out round robin
+        # (arch/x86/mm/tlb.c choose_new_asid); a switch to an mm without one flushes its TLB
+        self.asids = [0] * TLB_NR_DYN_ASIDS
+        self.next_asid = 0
         self.load_avg = 0  # wake_affine = "weight": runnable weight averaged at the tick (PELT-like)
 
     # ------------------------------------------------------------------ timed actions
@@ -950,6 +962,17 @@ class CPU:
         if eevdf:
             nxt.vprot = nxt.deadline  # set_protect_slice (RUN_TO_PARITY; every slice is the base slice)
         cost = m.jit_sched.apply(m.costs.context_switch) + extra
+        mm = nxt.mm
+        if mm and mm != self.active_mm:
+            # kernel/sched/core.c context_switch(): switch_mm_irqs_off only when next has an mm
+            # and it is not the one the CPU is on (a kernel thread keeps the borrowed one)
+            self.active_mm = mm
+            cost += m.jit_sched.apply(m.costs.mm_switch)  # no draw when 0
+            asids = self.asids
+            if mm not in asids:  # choose_new_asid: a new slot, need_flush
+                asids[self.next_asid] = mm
+                self.next_asid = (self.next_asid + 1) % TLB_NR_DYN_ASIDS
+                cost += m.jit_sched.apply(m.costs.asid_miss)
         index = self.index
         if nxt.ran_cpu != index:
             if nxt.ran_cpu >= 0:
@@ -1128,6 +1151,7 @@ class Machine:
         self._simpy0 = env.simpy_scheduled
         self.seq = 0
         self.next_tid = 1
+        self.next_mm = 0  # the last address-space id handed out (Task.mm)
         self.live = 0
         self.tasks: list[Task] = []
         self.preempt_full = kernel.preempt == "full"
@@ -1260,14 +1284,24 @@ class Machine:
         kthread: bool = False,
         parent: Task | None = None,
         from_cpu: CPU | None = None,
+        thread_of: Task | None = None,
     ) -> Task:
-        """Create a task running ``script(task)`` and make it runnable now."""
+        """Create a task running ``script(task)`` and make it runnable now. Its address space:
+        none for a kernel thread, ``thread_of``'s for a thread of that task's process
+        (clone(CLONE_VM)), else a new one (a process)."""
         aff = None if affinity is None else tuple(sorted(set(affinity)))
         if aff is not None:
             bad = [c for c in aff if not 0 <= c < len(self.cpus)]
             if bad or not aff:
                 raise ScenarioError(f"task {name!r}: affinity {list(aff)} names no CPU of this {len(self.cpus)}-CPU machine")
-        t = Task(self.next_tid, name, None, policy, prio, aff, kthread, parent)  # type: ignore[arg-type]
+        if kthread:
+            mm = 0
+        elif thread_of is not None:
+            mm = thread_of.mm
+        else:
+            self.next_mm += 1
+            mm = self.next_mm
+        t = Task(self.next_tid, name, None, policy, prio, aff, kthread, parent, mm)  # type: ignore[arg-type]
         self.next_tid += 1
         t.script = script(t)
         t.started = self.env.now
@@ -1681,6 +1715,7 @@ class Machine:
                 affinity=op.affinity,
                 parent=parent,
                 from_cpu=c,
+                thread_of=parent if op.thread else None,
             )
             parent.retval = child
             if op.wait:

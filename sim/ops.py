@@ -66,9 +66,11 @@ class Sleep(Op):
 class Spawn(Op):
     """fork() (and with ``exec``, execve()) a child that runs ``script``; with ``wait`` the
     parent blocks in waitpid() until the child exits. The result is the child
-    :class:`~sim.task.Task`."""
+    :class:`~sim.task.Task`. With ``thread`` the child shares the parent's address space
+    (clone(CLONE_VM), a thread: no ``Costs.mm_switch`` between them); its creation and exit
+    are charged as a process's (``Costs.fork``, ``Costs.exit``)."""
 
-    __slots__ = ("script", "name", "wait", "policy", "prio", "affinity", "exec")
+    __slots__ = ("script", "name", "wait", "policy", "prio", "affinity", "exec", "thread")
 
     def __init__(
         self,
@@ -79,7 +81,11 @@ class Spawn(Op):
         prio: int = 0,
         affinity: tuple[int, ...] | None = None,
         exec: bool = True,  # noqa: A002 - the syscall's name
+        thread: bool = False,
     ) -> None:
+        if thread and exec:
+            raise ValueError(f"spawn {name}: a thread (thread=True) cannot exec (exec=False)")
+        self.thread = thread
         self.exec = exec
         self.script = script
         self.name = name

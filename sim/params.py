@@ -119,6 +119,29 @@ class Costs:
         min=0,
         source=f"{PROFILE}: fit of the same-CPU pipe ping-pong (context_switch, pipe_message.same_cpu_pingpong)",
     )
+    mm_switch: int = knob(
+        0,
+        doc="a context switch into a task of another address space, beyond context_switch: switch_mm_irqs_off "
+        "(CR3 write, ASID/PCID choice) and the TLB and cache refill after it; charged only when the next task's "
+        "mm differs from the CPU's active mm (threads share their process's mm; kernel threads borrow the "
+        "previous one, lazy TLB, and pay nothing)",
+        unit="ns",
+        min=0,
+        source="not measured by default (0): kernel/sched/core.c context_switch, switch_mm_irqs_off only when "
+        "next->mm != prev->active_mm; a profile with the context_switch_process item sets it (rcusim calibrate: "
+        "process minus thread same-CPU ping-pong, medians)",
+    )
+    asid_miss: int = knob(
+        0,
+        doc="a switch into an mm that owns none of the CPU's 6 PCIDs (x86 TLB_NR_DYN_ASIDS, given out round "
+        "robin), beyond mm_switch: a new ASID whose TLB is flushed, and the refill after it; with more than six "
+        "processes taking turns on a CPU every switch pays it",
+        unit="ns",
+        min=0,
+        source="not measured by default (0): arch/x86/mm/tlb.c choose_new_asid (need_flush for a new slot); a "
+        "profile with the context_switch_process item sets it (rcusim calibrate: ring of 8 processes minus ring "
+        "of 8 threads minus mm_switch, medians)",
+    )
     wakeup: int = knob(
         1_201,
         doc="try_to_wake_up as paid by the waker",

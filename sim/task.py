@@ -3,7 +3,9 @@
 A task runs a script (a generator of :mod:`sim.ops`). Its scheduling class is SCHED_OTHER
 (fair share by virtual runtime, as CFS) or SCHED_FIFO (fixed priority 1..99, higher wins).
 ``kthread`` marks kernel threads (rcuog, rcuoc, the RCU GP kthread...), which the trace and
-the metrics show apart from user tasks.
+the metrics show apart from user tasks. ``mm`` is the task's address space: every user process
+has its own, threads share their process's, kernel threads have none (0) and run on the
+previous task's (lazy TLB), so a switch to a different mm costs ``Costs.mm_switch``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class Task:
         "kthread", "parent", "exit_waiters", "started", "wait_since", "last_ran",
         "run_ns", "wait_ns", "nvcsw", "nivcsw", "migrations", "wakeups", "ended", "data",
         "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec", "op", "pipe_waited", "on_end",
-        "deadline", "vlag", "vprot", "delayed", "vcredit",
+        "deadline", "vlag", "vprot", "delayed", "vcredit", "mm",
     )  # fmt: skip
 
     def __init__(
@@ -42,6 +44,7 @@ class Task:
         affinity: tuple[int, ...] | None = None,
         kthread: bool = False,
         parent: Task | None = None,
+        mm: int = 0,
     ) -> None:
         if policy not in ("other", "fifo"):
             raise ValueError(f"task {name}: policy must be 'other' or 'fifo', got {policy!r}")
@@ -64,6 +67,9 @@ class Task:
         self.retval: Any = None
         self.preempt_count = 0
         self.kthread = kthread
+        # the address space (task->mm): an id shared by the threads of one process, 0 for a kernel
+        # thread (no mm of its own: it borrows the previous task's, lazy TLB)
+        self.mm = mm
         self.parent = parent
         self.exit_waiters: list[Task] = []
         self.started = 0

@@ -1,5 +1,5 @@
 """The collector items the calibration added (pipe_costs, irq_cost, messaging, netns_script,
-veth_link) and `rcusim collect`: output validated by the schema, the non-root path, and cleanup
+veth_link, context_switch_process) and `rcusim collect`: output validated by the schema, the non-root path, and cleanup
 of every namespace and veth pair when netns_script or veth_link is interrupted."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from calibration.profile import load_profile
+from calibration.profile import SCHEMA_FILE, load_profile
 from tests.test_collector import _alive, _interrupt_mid_run, _run_unprivileged, collector  # noqa: F401 - the session fixture
 
 NETNS_DIR = Path("/var/run/netns")
@@ -137,6 +137,44 @@ def test_component_items_run_without_root(collector):  # noqa: F811
     prof = json.loads(res.stdout)
     assert prof["items"]["pi_futex_uncontended"]["status"] == "ok"
     assert prof["items"]["tool_exec"]["status"] in ("ok", "skipped")
+
+
+def test_context_switch_process_quick_run_validates(collector, tmp_path):  # noqa: F811
+    out = tmp_path / "p.json"
+    res = subprocess.run(
+        [collector, "--quick", "--items", "context_switch_process", "--out", out], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    raw = json.loads(out.read_text())
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(raw, json.loads(SCHEMA_FILE.read_text()))
+    item = load_profile(out).item("context_switch_process")
+    assert item.status == "ok" and item.unit == "ns"
+    assert item.params["execution_context"] == "processes" and item.params["cpu_a"] == item.params["cpu_b"]
+    series = {s.label: s for s in item.series or ()}
+    assert set(series) == {"threads", "ring8_threads", "ring8_processes"}
+    threads = series["threads"]
+    assert threads.params["execution_context"] == "threads"
+    # interleaved rounds: as many process batches as thread batches
+    assert item.samples_total == threads.samples_total == item.params["batches"]
+    for label in ("ring8_threads", "ring8_processes"):
+        ring = series[label]
+        assert ring.params["ring_members"] == 8 and ring.samples_total == ring.params["batches"] > 0
+        assert ring.params["execution_context"] == label.split("_")[1]
+    assert all(x > 0 for s in series.values() for x in s.samples) and all(x > 0 for x in item.samples)
+
+
+def test_context_switch_process_runs_without_root_and_leaves_no_child(collector, tmp_path):  # noqa: F811
+    res = _run_unprivileged(collector, ["--quick", "--items", "context_switch_process"])
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["items"]["context_switch_process"]["status"] == "ok"
+    # interrupted while the ring of processes runs (seven children at once)
+    rc, stderr, seen, out = _interrupt_mid_run(
+        collector, tmp_path, ["--items", "context_switch_process"], lambda seen: len(seen) >= 7
+    )
+    assert rc in (-signal.SIGINT, 128 + signal.SIGINT), stderr
+    assert seen and not [pid for pid in seen if _alive(pid)]
+    assert not out.exists()
 
 
 VETH_SERIES = {

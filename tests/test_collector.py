@@ -90,6 +90,7 @@ def test_build_and_cli_basics(collector):
     assert {
         "syscall",
         "context_switch",
+        "context_switch_process",
         "cross_cpu_wakeup",
         "fork_exec",
         "membarrier_global",

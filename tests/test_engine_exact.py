@@ -200,3 +200,84 @@ def test_machine_events_and_simpy_events_at_one_time_fire_in_creation_order():
     # action the arrival schedules (idle exit of 0 ns here), so after everything made before it
     assert seen == ["call 0", "timeout 1", "call 1", "timeout 2", "call 2", "irq 1"]
     assert m.events == 7  # three call_at, the interrupt, its idle exit and irq time, the tick armed on idle exit
+
+
+def test_mm_switch_is_charged_only_when_the_address_space_changes():
+    # kernel/sched/core.c context_switch(): switch_mm_irqs_off only when next has an mm and it is
+    # not the CPU's active one; a kernel thread borrows the previous mm (lazy TLB).
+    m = machine(cpus=1, context_switch=1000, mm_switch=300)
+    log = []
+
+    def script(name):
+        def s(task):
+            yield cpu(10_000)
+            log.append((name, m.now))
+
+        return s
+
+    p = m.spawn(script("p"), "p")  # a process: its own mm
+    t = m.spawn(script("t"), "t", thread_of=p)  # a thread of p: the same mm
+    k = m.spawn(script("k"), "k", kthread=True)  # no mm: borrows p's
+    t2 = m.spawn(script("t2"), "t2", thread_of=p)  # p's mm is still the active one
+    q = m.spawn(script("q"), "q")  # another process: a new mm
+    p2 = m.spawn(script("p2"), "p2", thread_of=p)  # back to p's mm
+    assert p.mm == t.mm == t2.mm == p2.mm != q.mm and k.mm == 0 and p.mm and q.mm
+    run(m, 1 * MS)
+    # p: idle mm 0 -> p's (switch 1000 + mm 300) + 10 us = 11300; t: 1000 + 10 us = 22300;
+    # k: 1000 + 10 us = 33300; t2: still p's mm, 44300; q: 1300 + 10 us = 55600; p2: 1300 + 10 us
+    assert log == [("p", 11_300), ("t", 22_300), ("k", 33_300), ("t2", 44_300), ("q", 55_600), ("p2", 66_900)]
+    assert m.cpus[0].active_mm == p.mm
+
+
+def test_spawn_op_threads_share_the_parent_mm_and_processes_get_their_own():
+    from sim.ops import Spawn
+
+    m = machine(cpus=1, context_switch=1000, mm_switch=300, fork=0, exit=0)
+    kids = []
+
+    def child(task):
+        yield cpu(1_000)
+
+    def parent(task):
+        kids.append((yield Spawn(child, "thr", wait=True, exec=False, thread=True)))
+        kids.append((yield Spawn(child, "proc", wait=True, exec=False)))
+
+    par = m.spawn(parent, "parent")
+    run(m, 1 * MS)
+    thr, proc = kids
+    assert thr.mm == par.mm and proc.mm not in (0, par.mm)
+
+
+def test_asid_miss_when_more_mms_take_turns_than_the_cpu_has_pcids():
+    # arch/x86/mm/tlb.c choose_new_asid: an mm without one of the CPU's TLB_NR_DYN_ASIDS slots gets
+    # the next slot round robin and a flush; one that has a slot switches without a flush.
+    from sim.machine import TLB_NR_DYN_ASIDS
+
+    def laps(n):
+        m = machine(cpus=1, context_switch=1000, mm_switch=300, asid_miss=5000)
+        log = []
+
+        def script(name):
+            def s(task):
+                for _ in range(3):
+                    yield cpu(10_000)
+                    log.append((name, m.now))
+                    yield sleep(1)  # block: the others run in turn
+
+            return s
+
+        for i in range(n):
+            m.spawn(script(i), f"p{i}")
+        run(m, 10 * MS)
+        return m, [t for _, t in log]
+
+    # six processes: each misses once (its first switch-in), then every switch finds its PCID
+    m, times = laps(TLB_NR_DYN_ASIDS)
+    first = [t2 - t1 for t1, t2 in zip([0, *times[:5]], times[:6], strict=True)]
+    assert first == [1000 + 300 + 5000 + 10_000] * 6
+    later = [t2 - t1 for t1, t2 in zip(times[6:], times[7:], strict=False)]
+    assert later and all(d == 1000 + 300 + 10_000 for d in later)
+    # seven: round robin evicts the mm that comes next, every switch misses
+    m, times = laps(TLB_NR_DYN_ASIDS + 1)
+    deltas = [t2 - t1 for t1, t2 in zip([0, *times], times, strict=False)]
+    assert all(d == 1000 + 300 + 5000 + 10_000 for d in deltas)

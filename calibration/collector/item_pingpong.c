@@ -2,6 +2,8 @@
  * Items built on two threads exchanging messages over a pipe pair or an
  * AF_UNIX stream socketpair: context_switch, cross_cpu_wakeup, pipe_message,
  * unix_socket_message.  Both threads are pinned (thread A to cpu_a, B to cpu_b).
+ * context_switch_process runs B in a forked child instead (a process of its own:
+ * every switch between A and B changes the address space, switch_mm).
  *
  * ping-pong: A writes a message, B reads it and writes one back, A reads it;
  *   a batch of round trips is timed by A and reported as round trip / 2.
@@ -15,6 +17,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 enum chan_kind { CHAN_PIPE, CHAN_UNIX };
@@ -25,6 +28,7 @@ struct pp {
 	enum pp_mode mode;
 	int cpu_a, cpu_b;
 	size_t msg;
+	int proc; /* B is a forked child process, not a thread (ping-pong over pipes only) */
 	long per_batch, batches, warm;
 	int a_rd, a_wr, b_rd, b_wr;
 	sampleset *out;
@@ -146,6 +150,43 @@ out:
 	return NULL;
 }
 
+/* B in a forked child (tracked: killed and reaped on SIGINT/SIGTERM), A in a thread of the
+ * collector as in the thread case; the child exits at end of stream with 0 or its errno.
+ * Closes the four pipe fds.  Returns 0 or an errno value. */
+static int run_pp_process(struct pp *p)
+{
+	int rc = 0;
+	pid_t pid = tracked_fork();
+	if (pid == 0) {
+		close(p->a_wr);
+		close(p->a_rd);
+		thread_b(p);
+		_exit(p->err_b & 0xff);
+	}
+	if (pid < 0)
+		rc = errno;
+	close(p->b_rd);
+	close(p->b_wr);
+	if (rc == 0) {
+		pthread_t ta;
+		rc = spawn_thread(thread_a, p, &ta);
+		if (rc == 0)
+			pthread_join(ta, NULL); /* thread_a closes a_wr: end of stream for B */
+		else
+			close(p->a_wr);
+		int status = 0;
+		tracked_wait(pid, &status);
+		if (rc == 0 && !p->err_a && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
+			p->err_b = WIFEXITED(status) ? WEXITSTATUS(status) : ECHILD;
+	} else {
+		close(p->a_wr);
+	}
+	close(p->a_rd);
+	if (rc)
+		return rc;
+	return p->err_a ? p->err_a : p->err_b;
+}
+
 /* Returns 0 or an errno value. */
 static int run_pp(struct pp *p)
 {
@@ -169,6 +210,8 @@ static int run_pp(struct pp *p)
 		p->b_rd = p->b_wr = fds[1];
 	}
 	p->err_a = p->err_b = 0;
+	if (p->proc)
+		return run_pp_process(p);
 	pthread_t ta, tb;
 	int rc = spawn_thread(thread_b, p, &tb);
 	if (rc == 0) {
@@ -196,7 +239,7 @@ static void pingpong_params(item_ctx *ctx, const struct pp *p)
 	jv_set(ctx->params, "message_bytes", jv_int((long long)p->msg));
 	jv_set(ctx->params, "round_trips_per_batch", jv_int(p->per_batch));
 	jv_set(ctx->params, "batches", jv_int(p->batches));
-	jv_set(ctx->params, "execution_context", jv_str("threads"));
+	jv_set(ctx->params, "execution_context", jv_str(p->proc ? "processes" : "threads"));
 }
 
 void item_context_switch(item_ctx *ctx)
@@ -212,6 +255,234 @@ void item_context_switch(item_ctx *ctx)
 	int e = run_pp(&p);
 	if (e)
 		item_fail(ctx, "pipe ping-pong: %s", strerror(e));
+}
+
+/* A ring of RING_N tasks pinned to one CPU: member i reads a byte from pipe i and writes it to
+ * pipe (i+1) % n; member 0 (a collector thread) times batches of laps, a sample is ns per hop
+ * (one switch each).  RING_N exceeds the kernel's per-CPU PCID slots (arch/x86: 6
+ * TLB_NR_DYN_ASIDS, given out round robin by choose_new_asid), so with processes every switch
+ * finds no ASID of its mm and flushes; with threads the mm never changes. */
+#define RING_N 8
+
+struct ring {
+	int n, cpu, proc;
+	long laps, batches, warm;
+	int rd[RING_N], wr[RING_N]; /* pipe i: wr[i] -> rd[i] */
+	sampleset *out;
+	int err; /* member 0's errno */
+};
+
+struct ring_member {
+	struct ring *r;
+	int i;
+};
+
+static void ring_forward(struct ring *r, int i)
+{
+	char c;
+	while (read_full(r->rd[i], &c, 1) > 0 && write_full(r->wr[(i + 1) % r->n], &c, 1) > 0)
+		;
+}
+
+static void *ring_thread(void *arg)
+{
+	struct ring_member *m = arg;
+	struct ring *r = m->r;
+	if (pin_self_to_cpu(r->cpu) == 0)
+		ring_forward(r, m->i);
+	close(r->wr[(m->i + 1) % r->n]); /* end of stream for the next member */
+	return NULL;
+}
+
+static void *ring_timer(void *arg)
+{
+	struct ring *r = arg;
+	char c = 'x';
+	if (pin_self_to_cpu(r->cpu) < 0) {
+		r->err = EINVAL;
+		goto out;
+	}
+	for (long b = -1; b < r->batches; b++) {
+		long laps = b < 0 ? r->warm : r->laps;
+		int64_t t0 = now_ns();
+		for (long l = 0; l < laps; l++) {
+			int e = write_full(r->wr[1], &c, 1);
+			if (e > 0)
+				e = read_full(r->rd[0], &c, 1);
+			if (e <= 0) {
+				r->err = e < 0 ? -e : EPIPE;
+				goto out;
+			}
+		}
+		if (b >= 0)
+			ss_add(r->out, (double)(now_ns() - t0) / (double)laps / (double)r->n);
+	}
+out:
+	close(r->wr[1]);
+	return NULL;
+}
+
+/* Returns 0 or an errno value; closes every pipe. */
+static int run_ring(struct ring *r)
+{
+	int rc = 0, made = 0;
+	for (; made < r->n; made++) {
+		int fds[2];
+		if (pipe2(fds, O_CLOEXEC) != 0) {
+			rc = errno;
+			break;
+		}
+		r->rd[made] = fds[0];
+		r->wr[made] = fds[1];
+	}
+	if (rc) {
+		for (int i = 0; i < made; i++) {
+			close(r->rd[i]);
+			close(r->wr[i]);
+		}
+		return rc;
+	}
+	r->err = 0;
+	pid_t pids[RING_N] = {0};
+	pthread_t tids[RING_N];
+	struct ring_member mem[RING_N];
+	int started = 1; /* members 1..started-1 run */
+	for (; started < r->n && !rc; started++) {
+		int i = started;
+		if (r->proc) {
+			pid_t pid = tracked_fork();
+			if (pid == 0) {
+				for (int k = 0; k < r->n; k++) {
+					if (k != i)
+						close(r->rd[k]);
+					if (k != (i + 1) % r->n)
+						close(r->wr[k]);
+				}
+				if (pin_self_to_cpu(r->cpu) == 0)
+					ring_forward(r, i);
+				_exit(0);
+			}
+			if (pid < 0) {
+				rc = errno;
+				break;
+			}
+			pids[i] = pid;
+		} else {
+			mem[i] = (struct ring_member){r, i};
+			rc = spawn_thread(ring_thread, &mem[i], &tids[i]);
+			if (rc)
+				break;
+		}
+	}
+	pthread_t timer;
+	if (rc == 0) {
+		rc = spawn_thread(ring_timer, r, &timer);
+		if (rc == 0)
+			pthread_join(timer, NULL);
+		else
+			close(r->wr[1]);
+	} else {
+		close(r->wr[1]); /* the members started see end of stream in turn */
+		if (!r->proc) /* the out ends of the members that never started */
+			for (int k = started + 1; k <= r->n; k++)
+				close(r->wr[k % r->n]);
+	}
+	if (r->proc) {
+		/* the parent's copies of the members' ends: closed so that end of stream travels on */
+		for (int i = 2; i < r->n; i++)
+			close(r->wr[i]);
+		close(r->wr[0]);
+		for (int i = 1; i < r->n; i++) {
+			if (pids[i] > 0) {
+				int status = 0;
+				kill(pids[i], SIGKILL); /* a member stuck for any reason; normally gone already */
+				tracked_wait(pids[i], &status);
+			}
+		}
+	} else {
+		for (int i = 1; i < started; i++)
+			pthread_join(tids[i], NULL);
+	}
+	for (int i = 0; i < r->n; i++)
+		close(r->rd[i]);
+	return rc ? rc : r->err;
+}
+
+void item_context_switch_process(item_ctx *ctx)
+{
+	/* Interleaved rounds of the same ping-pong between two threads (series "threads") and
+	 * between two processes (the item's samples), so that machine noise that comes and goes
+	 * (other work, frequency) touches both alike and the difference of the medians is the
+	 * cost of changing address space. */
+	const long rounds = 10, per_round = plan(ctx, 10, 100);
+	struct pp p = {.kind = CHAN_PIPE, .mode = PP_PINGPONG, .msg = 1, .proc = 1, .per_batch = 100,
+		       .batches = rounds * per_round, .warm = 1000, .out = &ctx->samples};
+	p.cpu_a = p.cpu_b = ctx->opt->cpus[0];
+	ctx->unit = "ns";
+	item_method(ctx, "As context_switch, but B is a forked child process: two processes (two address "
+			 "spaces) pinned to the same CPU ping-pong a 1-byte message over two pipes; a batch of "
+			 "round trips is timed and divided by 2 (one switch between address spaces per one-way "
+			 "trip, including one pipe write and one pipe read). Series threads: the same between two "
+			 "threads, in %ld rounds alternating with the processes' (a fresh pair and warm-up each "
+			 "round). Processes minus threads (medians) is the cost of switch_mm and the TLB and "
+			 "cache refill after it, with the two mms keeping their PCIDs. Series ring%d_threads and "
+			 "ring%d_processes (same rounds): %d members on the same CPU pass one byte round a ring of "
+			 "pipes, a sample is a batch of laps / (laps x %d), ns per hop (one switch each); %d "
+			 "address spaces are more than x86's 6 per-CPU PCIDs (TLB_NR_DYN_ASIDS), so with processes "
+			 "every switch takes a new ASID and flushes the TLB.", rounds, RING_N, RING_N, RING_N, RING_N, RING_N);
+	pingpong_params(ctx, &p);
+	jv_set(ctx->params, "rounds", jv_int(rounds));
+	sampleset thr, ring_thr, ring_proc;
+	ss_init(&thr);
+	ss_init(&ring_thr);
+	ss_init(&ring_proc);
+	const long ring_batches = plan(ctx, 3, 20), ring_laps = 100;
+	int e = 0;
+	for (long r = 0; r < rounds && !e; r++) {
+		struct pp t = p;
+		t.proc = 0;
+		t.batches = per_round;
+		t.out = &thr;
+		e = run_pp(&t);
+		if (e) {
+			item_fail(ctx, "pipe ping-pong between threads: %s", strerror(e));
+			break;
+		}
+		struct pp q = p;
+		q.batches = per_round;
+		e = run_pp(&q);
+		if (e) {
+			item_fail(ctx, "pipe ping-pong between processes: %s", strerror(e));
+			break;
+		}
+		for (int proc = 0; proc < 2 && !e; proc++) {
+			struct ring rg = {.n = RING_N, .cpu = p.cpu_a, .proc = proc, .laps = ring_laps,
+					  .batches = ring_batches, .warm = 100, .out = proc ? &ring_proc : &ring_thr};
+			e = run_ring(&rg);
+			if (e)
+				item_fail(ctx, "ring of %d %s: %s", RING_N, proc ? "processes" : "threads", strerror(e));
+		}
+	}
+	if (!e) {
+		jv *entry = item_series_add(ctx, "threads", &thr, "ns");
+		jv *prm = jv_get(entry, "params");
+		jv_set(prm, "execution_context", jv_str("threads"));
+		jv_set(prm, "round_trips_per_batch", jv_int(p.per_batch));
+		jv_set(prm, "batches", jv_int(rounds * per_round));
+		for (int proc = 0; proc < 2; proc++) {
+			char label[32];
+			snprintf(label, sizeof(label), "ring%d_%s", RING_N, proc ? "processes" : "threads");
+			entry = item_series_add(ctx, label, proc ? &ring_proc : &ring_thr, "ns");
+			prm = jv_get(entry, "params");
+			jv_set(prm, "execution_context", jv_str(proc ? "processes" : "threads"));
+			jv_set(prm, "ring_members", jv_int(RING_N));
+			jv_set(prm, "laps_per_batch", jv_int(ring_laps));
+			jv_set(prm, "batches", jv_int(rounds * ring_batches));
+		}
+	}
+	ss_free(&thr);
+	ss_free(&ring_thr);
+	ss_free(&ring_proc);
 }
 
 void item_cross_cpu_wakeup(item_ctx *ctx)

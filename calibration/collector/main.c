@@ -15,6 +15,7 @@
 static const struct item_def items[] = {
 	{"syscall", "getppid() through syscall(), ns per call", item_syscall},
 	{"context_switch", "pipe ping-pong between two threads on one CPU, ns per switch", item_context_switch},
+	{"context_switch_process", "pipe ping-pong between two processes on one CPU, ns per switch", item_context_switch_process},
 	{"cross_cpu_wakeup", "pipe ping-pong between two CPUs, ns per one-way wakeup", item_cross_cpu_wakeup},
 	{"fork_exec", "fork + exec /bin/true + waitpid, ns", item_fork_exec},
 	{"membarrier_global", "MEMBARRIER_CMD_GLOBAL latency (a grace period), other CPUs idle", item_membarrier_global},

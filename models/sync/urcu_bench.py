@@ -117,11 +117,11 @@ class TestUrcu:
     def _create_threads(self, cpu: CPU, t: Task) -> int:
         m = self.m
         for i in range(self.cfg.readers):
-            th = m.spawn(self.lib.reader, f"reader/{i}", parent=t, from_cpu=cpu)
+            th = m.spawn(self.lib.reader, f"reader/{i}", parent=t, from_cpu=cpu, thread_of=t)
             th.data["mm"] = self.mm
             self.threads.append(th)
         for i in range(self.cfg.writers):
-            th = m.spawn(self._writer, f"writer/{i}", parent=t, from_cpu=cpu)
+            th = m.spawn(self._writer, f"writer/{i}", parent=t, from_cpu=cpu, thread_of=t)
             th.data["mm"] = self.mm
             self.threads.append(th)
         self.start = m.now

@@ -35,7 +35,12 @@ class MessagingConfig:
     )
     message_bytes: int = knob(100, doc="size of one message", min=1, max=4096, source="hackbench.c default")
     transport: Literal["pipe"] = knob("pipe", doc="channel type (sockets and their locks come with the lock models)")
-    mode: Literal["process", "thread"] = knob("process", doc="children as processes (fork) or threads")
+    mode: Literal["process", "thread"] = knob(
+        "process",
+        doc="children as processes (fork: an address space each, so a switch between two of them costs "
+        "Costs.mm_switch) or threads (one address space, the parent's); creation and exit cost the same",
+        source="hackbench.c (-T / --thread)",
+    )
     work: int = knob(0, doc="user-mode work per message on each side", unit="ns", min=0, source="hackbench.c does none")
 
     def check_machine(self, machine: Any, path: str) -> None:
@@ -126,11 +131,12 @@ class Messaging:
     def _parent(self, task: Task):
         cfg = self.cfg
         kids = []
+        thread = cfg.mode == "thread"
         for g in range(cfg.groups):
             for r in range(cfg.receivers):
-                kids.append((yield Spawn(self._receiver(g, r), f"recv-g{g}-{r}", wait=False, exec=False)))
+                kids.append((yield Spawn(self._receiver(g, r), f"recv-g{g}-{r}", wait=False, exec=False, thread=thread)))
             for s in range(cfg.senders):
-                kids.append((yield Spawn(self._sender(g), f"send-g{g}-{s}", wait=False, exec=False)))
+                kids.append((yield Spawn(self._sender(g), f"send-g{g}-{s}", wait=False, exec=False, thread=thread)))
         self.children = kids
         yield Call(self._release)
         for k in kids:

@@ -91,8 +91,10 @@ class PiFutexBench:
         self.slow_handoffs = 0
         self.per_thread = [0] * cfg.threads
         ncpu = len(m.cpus)
-        for i in range(cfg.threads):
-            m.spawn(self._thread(i), f"pi-{i}", affinity=[i % ncpu])
+        first: Task | None = None
+        for i in range(cfg.threads):  # threads of one process: one mm (no Costs.mm_switch between them)
+            t = m.spawn(self._thread(i), f"pi-{i}", affinity=[i % ncpu], thread_of=first)
+            first = first or t
         m.call_at(self.t_end, self._stop)
 
     def _stop(self) -> None:
