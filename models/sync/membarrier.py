@@ -16,9 +16,11 @@
   multi-threaded mm first waits for a grace period (``synchronize_rcu``) so that every
   runqueue sees the new state. (The IPIs that follow it, ``ipi_sync_rq_state``, are left out.)
 
-Processes are not a substrate concept: a task's address space is ``task.data["mm"]``, an
-:class:`Mm` shared by the threads of one process (None for kernel threads and for tasks that
-never set one, each of which then counts as its own process).
+A task's membarrier state lives in ``task.data["mm"]``, an :class:`Mm` shared by the threads
+of one process (None for kernel threads and for tasks that never set one, each of which then
+counts as its own process). It is kept apart from the substrate's address-space identity
+``Task.mm`` (an integer the scheduler uses to charge ``Costs.mm_switch``), which came later;
+the workloads that use membarrier set both consistently (their threads share one of each).
 """
 
 from __future__ import annotations
