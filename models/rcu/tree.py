@@ -921,6 +921,11 @@ class Rcu:
 
     def _exp_kw_wake(self, cpu: CPU, t: Task) -> int:
         """rcu_exp_wait_wake(): end the GP sequence and wake_up_all() the requesters it serves."""
+        return self._exp_gp_end(cpu)
+
+    def _exp_gp_end(self, cpu: CPU) -> int:
+        """The expedited GP is over: advance the sequence, trace it, wake every requester it
+        serves (a later request stays in ``exp_waiters``); the cost of the wakeups."""
         self.exp_seq_done += 1
         self.exp_running = False
         tr = self.tracer
@@ -1006,20 +1011,8 @@ class Rcu:
                 assert self.exp_kworker is not None
                 return self.m.wake(self.exp_kworker, cpu)
             return 0
-        self.exp_seq_done += 1
-        self.exp_running = False
-        tr = self.tracer
-        if tr is not None:
-            tr.span(self.gp_track, f"expedited GP {self.exp_seq_done}", self.exp_started_at, self.env.now, pid=2, cat="exp")
-        cost = 0
-        keep = []
-        for need, w in self.exp_waiters:
-            if need <= self.exp_seq_done:
-                cost += self._wake_waiter(w, cpu)
-            else:
-                keep.append((need, w))
-        self.exp_waiters = keep
-        if keep:
+        cost = self._exp_gp_end(cpu)
+        if self.exp_waiters:
             cost += self._exp_start(cpu)
         return cost
 
