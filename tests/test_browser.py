@@ -197,10 +197,23 @@ def run_and_wait(page: object, n: int) -> None:
 
 
 def download(page: object, button: str) -> bytes:
-    with page.expect_download(timeout=60_000) as info:  # type: ignore[attr-defined]
-        page.get_by_role("button", name=button).first.click()  # type: ignore[attr-defined]
-    path = info.value.path()
-    return Path(path).read_bytes()
+    """The file behind a download button. A download the browser cancels (Streamlit re-rendered
+    the page while it ran and replaced the button's file) is asked for again; what the file
+    holds is checked by the caller."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    last: Exception | None = None
+    for _ in range(5):
+        try:
+            with page.expect_download(timeout=60_000) as info:  # type: ignore[attr-defined]
+                page.get_by_role("button", name=button).first.click()  # type: ignore[attr-defined]
+            return Path(info.value.path()).read_bytes()
+        except PlaywrightError as e:
+            if "canceled" not in str(e):
+                raise
+            last = e
+            wait_idle(page)
+    raise AssertionError(f"the {button!r} download was canceled five times in a row: {last}")
 
 
 def csv_rows(data: bytes) -> list[dict[str, str]]:
