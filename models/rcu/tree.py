@@ -777,17 +777,23 @@ class Rcu:
             return self._normal_sync(cpu, t)
         return self._expedited(cpu, t)
 
+    def _exp_request(self, t: Task) -> int:
+        """Queue ``t`` for the first expedited GP that starts after its request
+        (``->expedited_sequence``: the next one, or the one after a GP in flight); returns the
+        request's time."""
+        self.syncs += 1
+        # a request is served by an expedited GP that starts after it (->expedited_sequence)
+        need = self.exp_seq_done + (2 if self.exp_running else 1)
+        t.data["rcu_woken"] = False
+        self.exp_waiters.append((need, t))
+        return self.env.now
+
     def _expedited(self, cpu: CPU, t: Task) -> int:
         if not self.v313:
             if self._blocking_is_gp():
                 return self.costs.syscall
             return self._expedited_v6(cpu, t)
-        self.syncs += 1
-        start = self.env.now
-        # a request is served by an expedited GP that starts after it (->expedited_sequence)
-        need = self.exp_seq_done + (2 if self.exp_running else 1)
-        t.data["rcu_woken"] = False
-        self.exp_waiters.append((need, t))
+        start = self._exp_request(t)
         extra = 0
         if not self.exp_running:
             extra = self._exp_start(cpu)
@@ -820,12 +826,7 @@ class Rcu:
         that variant is not modelled. The worker is spawned at the first expedited GP (the
         kernel creates it at boot), so that runs without expedited GPs are unaffected.
         """
-        self.syncs += 1
-        start = self.env.now
-        # a request is served by an expedited GP that starts after it (->expedited_sequence)
-        need = self.exp_seq_done + (2 if self.exp_running else 1)
-        t.data["rcu_woken"] = False
-        self.exp_waiters.append((need, t))
+        start = self._exp_request(t)
         extra = 0
         if self.exp_holder is None:  # exp_funnel_lock() got exp_mutex
             self.exp_holder = t
