@@ -186,6 +186,21 @@ def install_channel_ops(m: Machine) -> None:
             v = (send_cost * pop()).__trunc__()
         return v if v > 0 else 1
 
+    def free_page(cpu: CPU, ch: Any, pages: Any, lat: Any) -> int:
+        """pipe_read freed the ring's first page (its last byte was read): bin the buffered
+        latencies if enough, and wake a writer if the ring was full; the wakeup's cost."""
+        if lat is not None and len(lat.pending) >= FLUSH:
+            lat.flush()
+        was_full = len(pages) >= ch.capacity
+        pages.popleft()
+        if not pages:
+            ch.last_end = 0
+        if was_full:
+            w = ch.writers.waiters
+            if w:
+                return wake(w.popleft(), cpu, False, True)
+        return 0
+
     def take(cpu: CPU, t: Task, ch: Channel, cost: int) -> int:
         sent_at = ch.buf.popleft()
         if sent_at.__class__ is tuple:
@@ -204,17 +219,7 @@ def install_channel_ops(m: Machine) -> None:
             if n:
                 pages[0] = n
                 return cost
-            if lat is not None and len(lat.pending) >= FLUSH:
-                lat.flush()
-            was_full = len(pages) >= ch.capacity
-            pages.popleft()
-            if not pages:
-                ch.last_end = 0
-            if was_full:
-                w = ch.writers.waiters
-                if w:
-                    cost += wake(w.popleft(), cpu, False, True)
-            return cost
+            return cost + free_page(cpu, ch, pages, lat)
         if lat is not None and len(lat.pending) >= FLUSH:
             lat.flush()
         w = ch.writers.waiters
@@ -269,17 +274,7 @@ def install_channel_ops(m: Machine) -> None:
         # The first page is freed: also the time to bin the buffered latencies, if enough (at
         # most PAGE_SIZE / message_bytes receives later than add() would; binning is exact
         # whenever it happens).
-        if lat is not None and len(lat.pending) >= FLUSH:
-            lat.flush()
-        was_full = len(pages) >= ch.capacity
-        pages.popleft()
-        if not pages:
-            ch.last_end = 0
-        if was_full:
-            w = ch.writers.waiters
-            if w:
-                cost += wake(w.popleft(), cpu, False, True)
-        return cost
+        return cost + free_page(cpu, ch, pages, lat)
 
     m.channel_commit = (commit_plain, commit_paged)
     m.handle(Send, h_send if send_cost > 0 else h_send_free)
