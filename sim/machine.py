@@ -292,6 +292,8 @@ class _Tick:
 
 NORMAL = simpy.core.NORMAL
 TLB_NR_DYN_ASIDS = 6
+# kernel/sched/pelt.c: a task's load halves every LOAD_AVG_PERIOD (32) periods of 1024 us
+PELT_HALF_LIFE_NS = 32 * 1024 * 1000
 """Per-CPU PCID slots of x86 (arch/x86/include/asm/tlbflush.h): the mms whose TLB entries a CPU
 keeps across switches (see ``Costs.asid_miss``)."""
 
@@ -1305,6 +1307,8 @@ class Machine:
         self.next_tid += 1
         t.script = script(t)
         t.started = self.env.now
+        t.load_avg = t.weight  # init_entity_runnable_average: a new task counts as fully loaded
+        t.load_t = t.started
         t.state = T_BLOCKED
         self.tasks.append(t)
         self.live += 1
@@ -1323,6 +1327,8 @@ class Machine:
             return 0
         t.state = RUNNABLE
         t.wakeups += 1
+        if self.wake_affine_weight:
+            self._pelt_wakeup(t)
         cpus = self.cpus
         eevdf_cost = -1
         requeued = t.delayed
@@ -1470,9 +1476,12 @@ class Machine:
         chooses between the waker's CPU and the previous one (wake_affine_idle: an idle waker
         CPU, or a sync waker alone on its CPU, or an idle previous CPU; else
         wake_affine_weight), then select_idle_sibling prefers the choice if idle, the previous
-        CPU if idle, any idle CPU, and else keeps the choice. Loads are the weights of the
-        runnable tasks averaged at the tick with PELT's 32 ms half-life; the wakee's own load
-        (task_h_load(p), small for a task that mostly sleeps) is left out of both sides."""
+        CPU if idle, any idle CPU, and else keeps the choice. A CPU's load is the weight of its
+        runnable tasks averaged at the tick with PELT's 32 ms half-life; the tasks' own loads
+        are PELT's per-task averages (:meth:`_pelt_wakeup`): a sync wakeup takes the running
+        waker's off its CPU (task_h_load(current)), and the wakee's is added to the waker's CPU
+        and taken off its previous one (task_h_load(p)), so a wakee that was runnable most of
+        the time keeps its CPU when the loads are level (no task groups: h_load is the load)."""
         aff = t.affinity
         target = prev
         if waker is not None and waker is not prev and (aff is None or waker.index in aff):
@@ -1483,12 +1492,18 @@ class Machine:
             elif prev.curr is None and prev.nr_queued == 0:
                 target = prev
             else:
+                # wake_affine_weight: each side with the wakee's own load (task_h_load(p)) on it
                 this_load = waker.load_avg
-                if sync and waker.curr is not None and not waker.curr.prio:
-                    this_load -= waker.curr.weight  # task_h_load(current), a running task's weight
-                this_eff = this_load * 100
+                cur = waker.curr
+                if sync and cur is not None and not cur.prio:
+                    cur_load = self._pelt_running(cur)  # task_h_load(current)
+                    if cur_load > this_load:
+                        return waker
+                    this_load -= cur_load
+                task_load = t.load_avg  # brought up to date by _pelt_wakeup
+                this_eff = (this_load + task_load) * 100
                 # WA_BIAS: the previous CPU's load counts imbalance_pct / 2 more (MC domain: 117)
-                prev_eff = prev.load_avg * (100 + (117 - 100) // 2) + (1 if sync else 0)
+                prev_eff = (prev.load_avg - task_load) * (100 + (117 - 100) // 2) + (1 if sync else 0)
                 if this_eff < prev_eff:
                     target = waker
         if target.curr is None and target.nr_queued == 0:
@@ -1501,6 +1516,22 @@ class Machine:
             if c.curr is None and c.nr_queued == 0 and (aff is None or c.index in aff):
                 return c
         return target
+
+    def _pelt_wakeup(self, t: Task) -> None:
+        """Bring a waking task's PELT load (se->avg.load_avg, kernel/sched/pelt.c) up to now:
+        runnable (full weight) from its last wakeup until it last left a CPU, blocked since (or
+        runnable throughout if it never left the CPU), decaying by half every 32 ms."""
+        now = self.env._now
+        end = t.last_ran if t.last_ran >= t.load_t and not t.on_cpu else now
+        d = 0.5 ** ((end - t.load_t) / PELT_HALF_LIFE_NS)
+        load = t.load_avg * d + t.weight * (1.0 - d)
+        t.load_avg = int(load * 0.5 ** ((now - end) / PELT_HALF_LIFE_NS))
+        t.load_t = now
+
+    def _pelt_running(self, t: Task) -> int:
+        """A running task's PELT load now: runnable since its last wakeup."""
+        d = 0.5 ** ((self.env._now - t.load_t) / PELT_HALF_LIFE_NS)
+        return int(t.load_avg * d + t.weight * (1.0 - d))
 
     @staticmethod
     def _cpu_load(c: CPU) -> int:

@@ -49,8 +49,9 @@ class KernelConfig:
         "(2.6.3x-3.x wake_affine: the waker's CPU when it is no busier than the previous one, else the previous; "
         "then an idle CPU near the choice) or 'weight' (4.14+: wake_affine_idle, then wake_affine_weight with the "
         "WF_SYNC discount of a pipe wakeup: the waker's CPU unless its load, the waker's own taken off and the "
-        "wakee's added, exceeds the previous CPU's by half the domain's imbalance_pct; loads are the queued weights, "
-        "not PELT averages; wake_wide is not modelled; then select_idle_sibling)",
+        "wakee's added, exceeds the previous CPU's, the wakee's taken off, by half the domain's imbalance_pct; a "
+        "CPU's load is its runnable weight averaged at the tick, a task's its PELT average; wake_wide is not "
+        "modelled; then select_idle_sibling)",
         source="kernel/sched/fair.c select_task_rq_fair, wake_affine, wake_affine_idle, wake_affine_weight, "
         "select_idle_sibling; kernel/sched/topology.c sd_init (imbalance_pct 117)",
     )

@@ -31,7 +31,7 @@ class Task:
         "kthread", "parent", "exit_waiters", "started", "wait_since", "last_ran",
         "run_ns", "wait_ns", "nvcsw", "nivcsw", "migrations", "wakeups", "ended", "data",
         "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec", "op", "pipe_waited", "on_end",
-        "deadline", "vlag", "vprot", "delayed", "vcredit", "mm",
+        "deadline", "vlag", "vprot", "delayed", "vcredit", "mm", "load_avg", "load_t",
     )  # fmt: skip
 
     def __init__(
@@ -92,6 +92,10 @@ class Task:
         self.vprot = 0
         self.delayed = False
         self.vcredit = 0  # eevdf: run time already in vruntime (a waker's wakeup work, see Machine.wake)
+        # kernel.wake_affine = "weight": the task's PELT load (se->avg.load_avg, kernel/sched/pelt.c) as
+        # of load_t, its last wakeup; a new task starts at its full weight (init_entity_runnable_average)
+        self.load_avg = NICE_0_WEIGHT
+        self.load_t = 0
         self.data: dict[str, Any] = {}  # per-task state of models (lock nesting, reader state...)
         self._rq_seq = 0
         # scratch state of the op handlers, in slots rather than ``data`` (they run per message):

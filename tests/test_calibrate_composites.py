@@ -11,6 +11,7 @@ from sim.machine import Env, Machine
 from sim.ops import Recv, Send, cpu, sleep
 from sim.params import KernelConfig, MachineConfig
 from sim.rng import Streams
+from sim.task import BLOCKED
 from sim.units import MS, US
 
 from .helpers import ZERO_COSTS, machine
@@ -178,10 +179,53 @@ def test_sync_wakeup_goes_to_the_wakers_cpu_with_wake_affine_weight():
     w = m.spawn(idle, "wakee")
     run(m, 300 * MS)  # the tick averages each CPU's load
     w.cpu = 1
+    m._pelt_wakeup(w)  # as a wakeup now would: it slept 299 ms, its own load has decayed away
+    assert w.load_avg < 5
     prev, waker = m.cpus[1], m.cpus[0]
     assert 1.3 * prev.load_avg < waker.load_avg < 1.7 * prev.load_avg
     assert m._select_cpu(w, waker, sync=False) is prev
     assert m._select_cpu(w, waker, sync=True) is waker
+
+
+def test_wake_affine_weight_counts_the_wakees_own_load():
+    # wake_affine_weight adds task_h_load(p) to the waker's side and takes it off the previous
+    # CPU's: with level loads a wakee that was runnable until it slept keeps its CPU even for a
+    # WF_SYNC wakeup, while one whose load has decayed goes to the waker's
+    k = KernelConfig(hz=100, preempt="voluntary", sched="eevdf", wake_affine="weight")
+    m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS), Streams(1))
+
+    def hog(task):
+        yield cpu(1000 * MS)
+
+    def idle(task):
+        yield sleep(1 * MS)
+
+    for c in (0, 1, 0, 1):
+        m.spawn(hog, f"hog{c}", affinity=[c])
+    w = m.spawn(idle, "wakee")
+    run(m, 300 * MS)
+    w.cpu = 1
+    prev, waker = m.cpus[1], m.cpus[0]
+    assert 0.95 * prev.load_avg < waker.load_avg < 1.05 * prev.load_avg
+    w.load_avg = w.weight  # runnable the whole time until it slept
+    assert m._select_cpu(w, waker, sync=True) is prev
+    w.load_avg = 0
+    assert m._select_cpu(w, waker, sync=True) is waker
+
+
+def test_pelt_load_of_a_task_halves_every_32_ms():
+    # kernel/sched/pelt.c: LOAD_AVG_PERIOD = 32 periods of 1024 us; runnable time pulls the load
+    # towards the weight, blocked time decays it
+    m = machine(cpus=1)
+    t = m.spawn(lambda task: iter(()), "t")
+    half = 32 * 1024 * US
+    t.state, t.on_cpu, t.load_avg, t.load_t, t.last_ran = BLOCKED, False, 0, 0, half  # runnable 0..half, then blocked
+    m.env._now = 2 * half
+    m._pelt_wakeup(t)
+    assert t.load_avg == 256  # 1024 * (1 - 1/2), then halved
+    assert t.load_t == 2 * half
+    m.env._now = 3 * half
+    assert m._pelt_running(t) == 640  # runnable since the wakeup: 256 + (1024 - 256) / 2
 
 
 def test_pi_futex_two_threads_spin_and_three_threads_convoy():
