@@ -1480,7 +1480,7 @@ class Machine:
         not mainline: wake_affine_idle keeps only a WF_SYNC wakee there, and select_idle_sibling
         then still prefers an idle CPU sharing the cache. It is what the collector's
         ``wake_placement`` item measures on the development machine (a 6.18 guest kernel):
-        with the other CPU idle, ~98 % of the wakeups of a thread free to run anywhere land on
+        with the other CPU idle, 99 % of the wakeups of a thread free to run anywhere land on
         the waker's CPU; with a spinner sharing the waker's CPU, none do. Under ftrace the same
         machine runs the expedited-GP kthread_worker on the requester's CPU (kernel/rcu/tree_exp.h
         synchronize_rcu_expedited_queue_work, a plain wake_up_process), not on the idle CPU."""
