@@ -52,7 +52,8 @@ class KernelConfig:
         "wakee's added, exceeds the previous CPU's by half the domain's imbalance_pct; loads are the queued weights, "
         "not PELT averages; wake_wide is not modelled; then select_idle_sibling) or 'pack' (a measured guest "
         "kernel's rule: the waker's CPU whenever the waker runs alone there, even if another CPU idles; else as "
-        "'weight')",
+        "'weight'; measured for wakeups from a task, applied also to a wakeup from an interrupt on a CPU "
+        "running one task [unverified])",
         source="kernel/sched/fair.c select_task_rq_fair, wake_affine, wake_affine_idle, wake_affine_weight, "
         "select_idle_sibling; kernel/sched/topology.c sd_init (imbalance_pct 117); 'pack': collector item "
         "wake_placement (no mainline source: see Machine._select_cpu_weight)",
