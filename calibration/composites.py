@@ -133,8 +133,11 @@ def _tool_note(params: Params) -> str:
 
 
 def _netdev_note(params: Params, profile: Profile) -> str:
-    """The measured kernel knobs of the script's steps, and the expedited grace periods the
-    collector's veth requests imply (the model simulates those waits; it does not price them)."""
+    """The measured kernel knobs of the script's steps, and what the collector's veth requests
+    put on each TX queue trim (``netif_set_real_num_tx_queues``: the ``tx-1`` queue object's
+    removal, ``synchronize_net()``, the qdisc reset; net/core/dev.c). The model simulates the
+    trim's expedited grace period (under ftrace 8-13 us of it on the development machine,
+    docs/kernel/rcu-nocb-netns.md §1.7) and prices nothing else of it."""
     wl = params.workload.get("netns", {})
     known = [f"{k} {float(wl[k]) / 1e3:.0f} us" for k in ("setup_net", "register_netdev", "lo_up") if k in wl]
     head = ", ".join(known) + " (params [workload.netns])" if known else "netdevice costs are the workload's priors"
@@ -148,8 +151,8 @@ def _netdev_note(params: Params, profile: Profile) -> str:
     med = (float(np.median(full)) - float(np.median(trimmed))) / 2 / 1e3
     mean = (float(np.mean(full)) - float(np.mean(trimmed))) / 2 / 1e3
     return (
-        f"{head}; veth_link implies {med:.0f} us median, {mean:.0f} us mean per expedited grace period "
-        "((create_peer_netns - create_one_tx_queue) / 2)"
+        f"{head}; veth_link puts {med:.0f} us median, {mean:.0f} us mean on each TX queue trim "
+        "((create_peer_netns - create_one_tx_queue) / 2), of which only the expedited grace period is simulated"
     )
 
 

@@ -57,6 +57,12 @@ NonNegative = Annotated[float, Field(ge=0)]
 Count = Annotated[int, Field(ge=0)]
 
 
+# wake_placement: above this share of wakeups on the waker's CPU (other CPUs idle) the machine
+# packs wakeups (kernel.wake_affine = "pack"); mainline's share there is ~0 (select_idle_sibling
+# takes the idle CPU), so any majority means another rule
+PACK_SHARE = 0.5
+
+
 class _Open(BaseModel):
     """Known fields are typed; unknown ones are kept (additions within a schema version)."""
 
@@ -330,15 +336,34 @@ class Profile(_Open):
         return "cfs"
 
     @property
-    def wake_affine(self) -> Literal["prev", "weight"]:
-        """Wakeup CPU selection as rcusim's ``kernel.wake_affine``: ``weight`` (wake_affine_weight
+    def wake_affine(self) -> Literal["prev", "weight", "pack"]:
+        """Wakeup CPU selection as rcusim's ``kernel.wake_affine``: ``pack`` when the profile's
+        ``wake_placement`` item saw most wakeups of a thread free to run anywhere stay on the
+        waker's CPU while the other CPUs idled (:data:`PACK_SHARE`; mainline never does that,
+        see ``sim.machine.Machine._select_cpu_weight``); else ``weight`` (wake_affine_weight
         with the WF_SYNC discount, Linux 4.14 on) for such kernels, else ``prev``."""
         import re
 
+        share = self.on_waker_cpu_share
+        if share is not None and share >= PACK_SHARE:
+            return "pack"
         m = re.match(r"(\d+)\.(\d+)", self.machine.kernel_release or "")
         if m and (int(m.group(1)), int(m.group(2))) >= (4, 14):
             return "weight"
         return "prev"
+
+    @property
+    def on_waker_cpu_share(self) -> float | None:
+        """``wake_placement``'s share of wakeups that ran on the waker's CPU with the other CPUs
+        idle (series ``idle_others``), or None without the item."""
+        item = self.items.get("wake_placement")
+        if item is None or item.status != "ok":
+            return None
+        for s in item.series or ():
+            if s.label == "idle_others":
+                v = (s.model_extra or {}).get("on_waker_cpu_share")
+                return float(v) if v is not None else None
+        return None
 
     # -- items
     def run_of(self, name: str) -> ItemRun | None:

@@ -1158,7 +1158,8 @@ class Machine:
         self.tasks: list[Task] = []
         self.preempt_full = kernel.preempt == "full"
         self.wake_affine_waker = kernel.wake_affine == "waker"
-        self.wake_affine_weight = kernel.wake_affine == "weight"
+        self.wake_affine_weight = kernel.wake_affine in ("weight", "pack")
+        self.wake_affine_pack = kernel.wake_affine == "pack"
         # PELT decay per tick, 1024ths: y^32 = 1/2 with a 1 ms period (LOAD_AVG_PERIOD)
         self.pelt_y = round(1024 * 0.5 ** (1 / (kernel.hz * 0.032)))
         self.tick_ns = max(1, 1_000_000_000 // kernel.hz)
@@ -1481,8 +1482,26 @@ class Machine:
         are PELT's per-task averages (:meth:`_pelt_wakeup`): a sync wakeup takes the running
         waker's off its CPU (task_h_load(current)), and the wakee's is added to the waker's CPU
         and taken off its previous one (task_h_load(p)), so a wakee that was runnable most of
-        the time keeps its CPU when the loads are level (no task groups: h_load is the load)."""
+        the time keeps its CPU when the loads are level (no task groups: h_load is the load).
+
+        ``wake_affine = "pack"`` first keeps the wakee on the waker's CPU whenever the waker runs
+        alone there (``nr_running == 1``), sync or not, and skips the idle-CPU search. That is
+        not mainline: wake_affine_idle keeps only a WF_SYNC wakee there, and select_idle_sibling
+        then still prefers an idle CPU sharing the cache. It is what the collector's
+        ``wake_placement`` item measures on the development machine (a 6.18 guest kernel):
+        with the other CPU idle, 99 % of the wakeups of a thread free to run anywhere land on
+        the waker's CPU; with a spinner sharing the waker's CPU, none do. Under ftrace the same
+        machine runs the expedited-GP kthread_worker on the requester's CPU (kernel/rcu/tree_exp.h
+        synchronize_rcu_expedited_queue_work, a plain wake_up_process), not on the idle CPU."""
         aff = t.affinity
+        if (
+            self.wake_affine_pack
+            and waker is not None
+            and waker.curr is not None
+            and waker.nr_queued == 0
+            and (aff is None or waker.index in aff)
+        ):
+            return waker
         target = prev
         if waker is not None and waker is not prev and (aff is None or waker.index in aff):
             if waker.curr is None and waker.nr_queued == 0:

@@ -42,7 +42,7 @@ class KernelConfig:
         source="kernel/Kconfig.preempt",
     )
     nohz_idle: bool = knob(True, doc="CONFIG_NO_HZ_IDLE: stop the tick on idle CPUs", source="kernel/time/Kconfig")
-    wake_affine: Literal["prev", "waker", "weight"] = knob(
+    wake_affine: Literal["prev", "waker", "weight", "pack"] = knob(
         "prev",
         doc="where select_task_rq_fair sends a wakeup: 'prev' (4.x+ wake_affine_idle: the wakee's previous CPU "
         "if it is idle, else an idle CPU near it, else the less loaded of previous and waker CPU), 'waker' "
@@ -51,9 +51,13 @@ class KernelConfig:
         "WF_SYNC discount of a pipe wakeup: the waker's CPU unless its load, the waker's own taken off and the "
         "wakee's added, exceeds the previous CPU's, the wakee's taken off, by half the domain's imbalance_pct; a "
         "CPU's load is its runnable weight averaged at the tick, a task's its PELT average; wake_wide is not "
-        "modelled; then select_idle_sibling)",
+        "modelled; then select_idle_sibling) or 'pack' (a measured guest "
+        "kernel's rule: the waker's CPU whenever the waker runs alone there, even if another CPU idles; else as "
+        "'weight'; measured for wakeups from a task, applied also to a wakeup from an interrupt on a CPU "
+        "running one task [unverified])",
         source="kernel/sched/fair.c select_task_rq_fair, wake_affine, wake_affine_idle, wake_affine_weight, "
-        "select_idle_sibling; kernel/sched/topology.c sd_init (imbalance_pct 117)",
+        "select_idle_sibling; kernel/sched/topology.c sd_init (imbalance_pct 117); 'pack': collector item "
+        "wake_placement (no mainline source: see Machine._select_cpu_weight)",
     )
     gentle_fair_sleepers: bool = knob(
         True,

@@ -228,6 +228,33 @@ def test_pelt_load_of_a_task_halves_every_32_ms():
     assert m._pelt_running(t) == 640  # runnable since the wakeup: 256 + (1024 - 256) / 2
 
 
+def test_pack_keeps_a_wakee_on_a_lone_wakers_cpu_and_spreads_otherwise():
+    # the development machine's rule (collector item wake_placement): a wakee goes to the
+    # waker's CPU when the waker runs alone there, even with the other CPU idle (mainline's
+    # 'weight' takes the idle previous CPU); with a second task queued there, 'weight' decides
+    def placement(rule, queued):
+        k = KernelConfig(hz=100, preempt="voluntary", sched="eevdf", wake_affine=rule)
+        m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS), Streams(1))
+
+        def hog(task):
+            yield cpu(1000 * MS)
+
+        def idle(task):
+            yield sleep(100 * MS)
+
+        for i in range(1 + queued):
+            m.spawn(hog, f"hog{i}", affinity=[0])
+        w = m.spawn(idle, "wakee")
+        run(m, 1 * MS)
+        w.cpu = 1
+        assert m.cpus[1].idle and m.cpus[0].curr is not None
+        return m._select_cpu(w, m.cpus[0]).index
+
+    assert placement("weight", 0) == 1 and placement("weight", 1) == 1
+    assert placement("pack", 0) == 0
+    assert placement("pack", 1) == 1
+
+
 def test_pi_futex_two_threads_spin_and_three_threads_convoy():
     import models
     from calibration import composites as C

@@ -107,6 +107,7 @@ def test_build_and_cli_basics(collector):
         "tool_exec",
         "pi_futex_uncontended",
         "veth_link",
+        "wake_placement",
     } <= set(names)
     assert subprocess.run([collector, "--help"], capture_output=True, timeout=30).returncode == 0
     for bad in (["--bogus"], ["--items", "nope"], ["--items"], ["--max-samples", "x"], ["stray"]):

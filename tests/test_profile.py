@@ -273,3 +273,20 @@ def test_profile_of_an_older_collector_without_the_component_items_loads(raw):
     old.pop("item_runs")
     prof = validate_profile(old, "old")
     assert prof.item_runs == [] and "tool_exec" not in prof.items
+
+
+def test_wake_affine_follows_the_measured_wake_placement(raw):
+    # kernel.wake_affine: 'pack' only when the collector saw most wakeups of a free thread stay
+    # on the waker's CPU with the other CPUs idle; else the kernel version's rule
+    base = small(raw)
+    assert validate_profile(base, "p").wake_affine == "weight"  # 6.18 without the item
+    item = copy.deepcopy(raw["items"]["syscall"])  # any measured item's fields, relabelled
+    series = {k: item[k] for k in ("unit", "samples_total", "stats", "histogram", "samples")}
+    item["series"] = [{"label": "idle_others", "params": {}, **series}]
+    for share, rule in ((0.98, "pack"), (0.5, "pack"), (0.02, "weight")):
+        d = copy.deepcopy(base)
+        it = copy.deepcopy(item)
+        it["series"][0]["on_waker_cpu_share"] = share
+        d["items"]["wake_placement"] = it
+        prof = validate_profile(d, "p")
+        assert prof.on_waker_cpu_share == share and prof.wake_affine == rule

@@ -16,9 +16,10 @@ from sim.rng import Streams
 from sim.units import MS, US
 
 
-def machine(ncpu=2, hz=1000, **rcu):
+def machine(ncpu=2, hz=1000, wake_affine="prev", **rcu):
     env = Env()
-    m = Machine(env, MachineConfig(cpus=ncpu), KernelConfig(hz=hz), Costs(jitter_cv=0.0), Streams(1))
+    k = KernelConfig(hz=hz, wake_affine=wake_affine)
+    m = Machine(env, MachineConfig(cpus=ncpu), k, Costs(jitter_cv=0.0), Streams(1))
     r = Rcu(m, RcuConfig(**rcu))
     r.record = True
     return m, r
@@ -112,6 +113,26 @@ def test_v6_expedited_gp_is_driven_by_the_worker_kthread():
     assert caller.wakeups >= 3  # spawn, then woken by the worker after each GP
     # each wait includes the worker's wakeup and the requester's: more than two wakeup costs
     assert all(t > 2 * m.costs.wakeup for t in times[1:])
+
+
+@pytest.mark.parametrize("rule", ["weight", "pack"])
+def test_v6_isolated_expedited_gp_crosses_cpus_only_where_the_kernel_does(rule):
+    # The worker is woken by the requester (kthread_queue_work -> wake_up_process). Mainline
+    # placement ('weight') sends it to the idle CPU: an IPI and an idle exit there, then the
+    # requester's wakeup back on its own CPU, which went idle meanwhile: two idle exits.
+    # Where wakeups stay on a lone waker's CPU ('pack', measured by the collector's
+    # wake_placement item and seen under ftrace on the development machine) the worker runs
+    # on the requester's CPU once it sleeps; the idle CPU is quiescent (EQS, no IPI) and the
+    # requester is woken locally: no IPI, no idle exit.
+    m, r = machine(ncpu=2, hz=250, wake_affine=rule)
+    times = run_script(m, [cpu(100 * US), SynchronizeRcuExpedited(), cpu(2 * MS), SynchronizeRcuExpedited()])
+    (kw,) = [t for t in m.tasks if t.name == "rcu_exp_gp_kthread_worker"]
+    exits = sum(c.idle_exits for c in m.cpus)
+    if rule == "pack":
+        assert kw.cpu == 0 and times[3] < m.costs.idle_exit
+    else:
+        assert kw.cpu == 1 and times[3] > 2 * m.costs.idle_exit and exits >= 3
+    assert r.exp_gps == 2
 
 
 def test_v6_expedited_requests_during_a_gp_share_the_next_one():

@@ -20,7 +20,7 @@
 #include <sys/types.h>
 
 #define COLLECTOR_NAME "rcusim-collector"
-#define COLLECTOR_VERSION "0.5.0"
+#define COLLECTOR_VERSION "0.6.0"
 #define PROFILE_SCHEMA_VERSION 1
 #define PROFILE_KIND "rcusim-profile"
 
@@ -167,6 +167,7 @@ void item_syscall(item_ctx *);
 void item_context_switch(item_ctx *);
 void item_context_switch_process(item_ctx *);
 void item_cross_cpu_wakeup(item_ctx *);
+void item_wake_placement(item_ctx *);
 void item_fork_exec(item_ctx *);
 void item_membarrier_global(item_ctx *);
 void item_membarrier_global_busy(item_ctx *);

@@ -17,6 +17,7 @@ static const struct item_def items[] = {
 	{"context_switch", "pipe ping-pong between two threads on one CPU, ns per switch", item_context_switch},
 	{"context_switch_process", "pipe ping-pong between two processes on one CPU, ns per switch", item_context_switch_process},
 	{"cross_cpu_wakeup", "pipe ping-pong between two CPUs, ns per one-way wakeup", item_cross_cpu_wakeup},
+	{"wake_placement", "where a task that may run anywhere is woken: the waker's CPU or an idle one", item_wake_placement},
 	{"fork_exec", "fork + exec /bin/true + waitpid, ns", item_fork_exec},
 	{"membarrier_global", "MEMBARRIER_CMD_GLOBAL latency (a grace period), other CPUs idle", item_membarrier_global},
 	{"membarrier_global_busy", "MEMBARRIER_CMD_GLOBAL latency with every other CPU spinning", item_membarrier_global_busy},
