@@ -46,7 +46,12 @@ def _story(profile: Profile) -> str:
 
 
 def _base_scenario(profile: Profile, name: str) -> dict[str, Any]:
-    kernel: dict[str, Any] = {"preempt": profile.preempt, "sched": profile.sched, "wake_affine": profile.wake_affine}
+    kernel: dict[str, Any] = {
+        "preempt": profile.preempt,
+        "sched": profile.sched,
+        "wake_affine": profile.wake_affine,
+        "fork_balance": profile.fork_balance,
+    }
     if profile.hz is not None:
         kernel["hz"] = profile.hz
     return {

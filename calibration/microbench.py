@@ -32,6 +32,14 @@ class Target:
     cpus: int
     hz: int
     preempt: Preempt
+    sched: Literal["cfs", "eevdf"] = "cfs"
+    """The fair class the profile's kernel runs (:attr:`calibration.profile.Profile.sched`)."""
+    wake_affine: Literal["prev", "waker", "weight", "pack"] = "prev"
+    """Its wakeup placement (:attr:`calibration.profile.Profile.wake_affine`): the replicas run
+    under the same scheduler rules as the composites they are the fit for (a fork+exec+wait
+    replica's parent is woken by the exiting child, so where it runs depends on the rule)."""
+    fork_balance: Literal["idlest", "pack"] = "idlest"
+    """Where its forked tasks start (:attr:`calibration.profile.Profile.fork_balance`)."""
 
 
 class _Clock:
@@ -55,7 +63,13 @@ class _Clock:
 
 
 def _machine(costs: Costs, target: Target, seed: int) -> Machine:
-    kernel = KernelConfig(hz=target.hz, preempt=target.preempt)
+    kernel = KernelConfig(
+        hz=target.hz,
+        preempt=target.preempt,
+        sched=target.sched,
+        wake_affine=target.wake_affine,
+        fork_balance=target.fork_balance,
+    )
     return Machine(Env(), MachineConfig(cpus=target.cpus), kernel, costs, Streams(seed))
 
 

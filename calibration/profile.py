@@ -353,15 +353,29 @@ class Profile(_Open):
         return "prev"
 
     @property
+    def fork_balance(self) -> Literal["idlest", "pack"]:
+        """Where a forked task starts, as rcusim's ``kernel.fork_balance``: ``pack`` when the
+        profile's ``wake_placement`` item (series ``fork``) saw most children start on their
+        running parent's CPU while the other CPUs idled (:data:`PACK_SHARE`; mainline's
+        SD_BALANCE_FORK takes the idle CPU), else ``idlest``."""
+        share = self._series_share("fork", "on_parent_cpu_share")
+        return "pack" if share is not None and share >= PACK_SHARE else "idlest"
+
+    @property
     def on_waker_cpu_share(self) -> float | None:
         """``wake_placement``'s share of wakeups that ran on the waker's CPU with the other CPUs
         idle (series ``idle_others``), or None without the item."""
+        return self._series_share("idle_others", "on_waker_cpu_share")
+
+    def _series_share(self, label: str, key: str) -> float | None:
+        """``wake_placement``'s share ``key`` of series ``label``, or None without it (older
+        collectors have no ``fork`` series)."""
         item = self.items.get("wake_placement")
         if item is None or item.status != "ok":
             return None
         for s in item.series or ():
-            if s.label == "idle_others":
-                v = (s.model_extra or {}).get("on_waker_cpu_share")
+            if s.label == label:
+                v = (s.model_extra or {}).get(key)
                 return float(v) if v is not None else None
         return None
 

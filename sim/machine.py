@@ -1160,6 +1160,7 @@ class Machine:
         self.wake_affine_waker = kernel.wake_affine == "waker"
         self.wake_affine_weight = kernel.wake_affine in ("weight", "pack")
         self.wake_affine_pack = kernel.wake_affine == "pack"
+        self.fork_pack = kernel.fork_balance == "pack"
         # PELT decay per tick, 1024ths: y^32 = 1/2 with a 1 ms period (LOAD_AVG_PERIOD)
         self.pelt_y = round(1024 * 0.5 ** (1 / (kernel.hz * 0.032)))
         self.tick_ns = max(1, 1_000_000_000 // kernel.hz)
@@ -1413,7 +1414,17 @@ class Machine:
         return 0
 
     def _select_fork_cpu(self, t: Task, from_cpu: CPU | None) -> CPU:
-        # sched_balance_find_dst_cpu for SD_BALANCE_FORK: the idlest allowed CPU, starting at the parent's.
+        """sched_balance_find_dst_cpu for SD_BALANCE_FORK: the idlest allowed CPU, starting at the
+        parent's. ``fork_balance = "pack"`` first keeps the child on its parent's CPU when the
+        parent runs alone there (the collector's ``wake_placement`` series ``fork``; not mainline)."""
+        if (
+            self.fork_pack
+            and from_cpu is not None
+            and from_cpu.curr is not None
+            and from_cpu.nr_queued == 0
+            and t.allowed(from_cpu.index)
+        ):
+            return from_cpu
         n = len(self.cpus)
         start = from_cpu.index if from_cpu is not None else 0
         best = None

@@ -59,6 +59,15 @@ class KernelConfig:
         "select_idle_sibling; kernel/sched/topology.c sd_init (imbalance_pct 117); 'pack': collector item "
         "wake_placement (no mainline source: see Machine._select_cpu_weight)",
     )
+    fork_balance: Literal["idlest", "pack"] = knob(
+        "idlest",
+        doc="where a forked task starts: 'idlest' (mainline wake_up_new_task -> select_task_rq_fair with "
+        "SD_BALANCE_FORK: the idlest allowed CPU, searched from the parent's, so an idle CPU when there is one) "
+        "or 'pack' (a measured guest kernel's rule: the parent's CPU whenever the parent runs alone there, even "
+        "if another CPU idles; else as 'idlest')",
+        source="kernel/sched/core.c wake_up_new_task; kernel/sched/fair.c select_task_rq_fair, "
+        "sched_balance_find_dst_cpu; 'pack': collector item wake_placement, series fork (no mainline source)",
+    )
     gentle_fair_sleepers: bool = knob(
         True,
         doc="place_entity: a waking sleeper gets at most sched_latency / 2 of vruntime credit (GENTLE_FAIR_SLEEPERS, "

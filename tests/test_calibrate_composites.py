@@ -8,7 +8,7 @@ from calibration.profile import load_profile
 from models.locks.config import LocksConfig
 from sim.channel import Channel
 from sim.machine import Env, Machine
-from sim.ops import Recv, Send, cpu, sleep
+from sim.ops import Recv, Send, Spawn, cpu, sleep
 from sim.params import KernelConfig, MachineConfig
 from sim.rng import Streams
 from sim.task import BLOCKED
@@ -253,6 +253,31 @@ def test_pack_keeps_a_wakee_on_a_lone_wakers_cpu_and_spreads_otherwise():
     assert placement("weight", 0) == 1 and placement("weight", 1) == 1
     assert placement("pack", 0) == 0
     assert placement("pack", 1) == 1
+
+
+def test_fork_pack_starts_a_child_on_its_lone_parents_cpu():
+    # kernel.fork_balance: mainline SD_BALANCE_FORK starts the child on the idle CPU; the
+    # development machine's rule (wake_placement series fork) keeps it on a parent running alone
+    def child_cpu(rule):
+        k = KernelConfig(hz=100, preempt="voluntary", sched="eevdf", fork_balance=rule)
+        m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS), Streams(1))
+        where = []
+
+        def child(task):
+            yield cpu(1 * US)
+
+        def parent(task):
+            t = yield Spawn(child, "child", wait=False)
+            where.append(t.cpu)
+            yield cpu(1000 * MS)
+
+        m.spawn(parent, "parent")
+        run(m, 1 * MS)
+        assert m.cpus[1 - where[0]].idle or rule == "idlest"
+        return where[0]
+
+    assert child_cpu("idlest") != child_cpu("pack")
+    assert child_cpu("pack") == 0  # the parent's CPU: the first spawn goes to CPU 0
 
 
 def test_pi_futex_two_threads_spin_and_three_threads_convoy():

@@ -290,3 +290,21 @@ def test_wake_affine_follows_the_measured_wake_placement(raw):
         d["items"]["wake_placement"] = it
         prof = validate_profile(d, "p")
         assert prof.on_waker_cpu_share == share and prof.wake_affine == rule
+
+
+def test_fork_balance_follows_the_measured_fork_placement(raw):
+    # kernel.fork_balance: 'pack' only when the collector's fork series saw most children start
+    # on their running parent's CPU with the other CPUs idle; without the series, mainline's rule
+    base = small(raw)
+    assert validate_profile(base, "p").fork_balance == "idlest"
+    item = copy.deepcopy(raw["items"]["syscall"])
+    series = {k: item[k] for k in ("unit", "samples_total", "stats", "histogram", "samples")}
+    item["series"] = [{"label": "idle_others", "params": {}, "on_waker_cpu_share": 0.0, **series}]
+    d = copy.deepcopy(base)
+    d["items"]["wake_placement"] = copy.deepcopy(item)
+    assert validate_profile(d, "p").fork_balance == "idlest"  # an older collector: no fork series
+    for share, rule in ((0.97, "pack"), (0.5, "pack"), (0.03, "idlest")):
+        it = copy.deepcopy(item)
+        it["series"].append({"label": "fork", "params": {}, "on_parent_cpu_share": share, **series})
+        d["items"]["wake_placement"] = it
+        assert validate_profile(d, "p").fork_balance == rule

@@ -8,7 +8,10 @@
  * select_idle_sibling) sends such a wakee to an idle CPU that shares the waker's cache when
  * the waker's CPU is busy; some guest kernels instead keep it on the waker's CPU, which
  * saves the wakeup of an idle virtual CPU.  Series 'waker_cpu_shared' repeats the run with a
- * user-mode spinner pinned to A's CPU, so that A is not alone there.
+ * user-mode spinner pinned to A's CPU, so that A is not alone there.  Series 'fork' asks the
+ * same of a new task: mainline wake_up_new_task() -> select_task_rq_fair(SD_BALANCE_FORK)
+ * (sched_balance_find_dst_cpu) starts the child on the idlest CPU, i.e. an idle one, not on
+ * its running parent's.
  */
 #include "collector.h"
 
@@ -18,6 +21,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct placement {
@@ -97,6 +101,50 @@ static int placement_run(const struct options *opt, long rounds, int *cpu_of_b, 
 	return rc ? rc : p.err;
 }
 
+/* Series 'fork': the collector thread, allowed on every CPU, sleeps 1 ms (so the other CPUs are
+ * idle), notes its CPU, forks a child that exits at once with sched_getcpu() as its status,
+ * and reaps it; sample = fork() to reaped.  Child CPUs go to cpu_of_child, the parent's CPU
+ * before each fork to cpu_of_parent. */
+static int fork_placement_run(const struct options *opt, long rounds, int *cpu_of_child, int *cpu_of_parent, sampleset *s)
+{
+	cpu_set_t saved, all;
+	int have_saved = get_self_affinity(&saved) == 0;
+	CPU_ZERO(&all);
+	for (int i = 0; i < opt->ncpus; i++)
+		CPU_SET(opt->cpus[i], &all);
+	int rc = pin_self_to_set(&all);
+	for (long i = 0; i < rounds && rc == 0; i++) {
+		sleep_ns(NS_PER_MS);
+		cpu_of_parent[i] = sched_getcpu();
+		int64_t t0 = now_ns();
+		pid_t pid = tracked_fork();
+		if (pid == 0)
+			_exit(sched_getcpu() & 0xff);
+		if (pid < 0) {
+			rc = errno;
+			break;
+		}
+		int status = 0;
+		if (tracked_wait(pid, &status) != pid || !WIFEXITED(status)) {
+			rc = ECHILD;
+			break;
+		}
+		ss_add(s, (double)(now_ns() - t0));
+		cpu_of_child[i] = WEXITSTATUS(status);
+	}
+	if (have_saved)
+		pin_self_to_set(&saved);
+	return rc;
+}
+
+static double share_same(const int *a, const int *b, long n)
+{
+	long k = 0;
+	for (long i = 0; i < n; i++)
+		k += a[i] == b[i];
+	return n ? (double)k / (double)n : 0.0;
+}
+
 static double share_on(const int *cpu_of_b, long n, int cpu)
 {
 	long k = 0;
@@ -113,7 +161,10 @@ void item_wake_placement(item_ctx *ctx)
 			 "read() on a pipe) by writing a byte every 1 ms, so the other CPUs are idle; B notes "
 			 "sched_getcpu() and answers; sample = A's round trip (write to answer). on_waker_cpu_share "
 			 "= share of wakeups B ran on A's CPU. Series 'idle_others' (top level) with nothing else "
-			 "running, 'waker_cpu_shared' with a user-mode spinner pinned to A's CPU.");
+			 "running, 'waker_cpu_shared' with a user-mode spinner pinned to A's CPU. Series 'fork': a "
+			 "thread allowed on every CPU sleeps 1 ms, forks a child that exits at once with its "
+			 "sched_getcpu() as status, and reaps it; sample = fork() to reaped; "
+			 "on_parent_cpu_share = share of children that started on the parent's CPU.");
 	jv_set(ctx->params, "rounds", jv_int(rounds));
 	jv_set(ctx->params, "waker_cpu", jv_int(ctx->opt->cpus[0]));
 	if (ctx->opt->ncpus < 2) {
@@ -121,12 +172,16 @@ void item_wake_placement(item_ctx *ctx)
 		return;
 	}
 	int *cpus = calloc((size_t)rounds, sizeof(int));
-	if (!cpus) {
+	int *parents = calloc((size_t)rounds, sizeof(int));
+	if (!cpus || !parents) {
+		free(cpus);
+		free(parents);
 		item_fail(ctx, "out of memory");
 		return;
 	}
-	sampleset shared;
+	sampleset shared, forks;
 	ss_init(&shared);
+	ss_init(&forks);
 	int e = placement_run(ctx->opt, rounds, cpus, &ctx->samples);
 	double idle_share = share_on(cpus, rounds, ctx->opt->cpus[0]);
 	double shared_share = 0.0;
@@ -136,15 +191,23 @@ void item_wake_placement(item_ctx *ctx)
 		spinners_stop(sp);
 		shared_share = share_on(cpus, rounds, ctx->opt->cpus[0]);
 	}
-	if (e) {
-		item_fail(ctx, "pipe ping-pong: %s", strerror(e));
+	double fork_share = 0.0;
+	int fe = e ? 0 : fork_placement_run(ctx->opt, rounds, cpus, parents, &forks);
+	if (!e && !fe)
+		fork_share = share_same(cpus, parents, rounds);
+	if (e || fe) {
+		item_fail(ctx, "%s: %s", e ? "pipe ping-pong" : "fork", strerror(e ? e : fe));
 	} else {
 		jv *entry = item_series_add(ctx, "idle_others", &ctx->samples, "ns");
 		jv_set(entry, "on_waker_cpu_share", jv_num(idle_share));
 		entry = item_series_add(ctx, "waker_cpu_shared", &shared, "ns");
 		jv_set(entry, "on_waker_cpu_share", jv_num(shared_share));
+		entry = item_series_add(ctx, "fork", &forks, "ns");
+		jv_set(entry, "on_parent_cpu_share", jv_num(fork_share));
 		jv_set(ctx->params, "on_waker_cpu_share", jv_num(idle_share));
 	}
 	ss_free(&shared);
+	ss_free(&forks);
 	free(cpus);
+	free(parents);
 }
