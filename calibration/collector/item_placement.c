@@ -104,8 +104,9 @@ static int placement_run(const struct options *opt, long rounds, int *cpu_of_b, 
 /* Series 'fork': the collector thread, allowed on every CPU, sleeps 1 ms (so the other CPUs are
  * idle), notes its CPU, forks a child that exits at once with sched_getcpu() as its status,
  * and reaps it; sample = fork() to reaped.  Child CPUs go to cpu_of_child, the parent's CPU
- * before each fork to cpu_of_parent. */
-static int fork_placement_run(const struct options *opt, long rounds, int *cpu_of_child, int *cpu_of_parent, sampleset *s)
+ * before each fork to cpu_of_parent and after the reap to parent_after. */
+static int fork_placement_run(const struct options *opt, long rounds, int *cpu_of_child, int *cpu_of_parent,
+			      int *parent_after, sampleset *s)
 {
 	cpu_set_t saved, all;
 	int have_saved = get_self_affinity(&saved) == 0;
@@ -130,6 +131,7 @@ static int fork_placement_run(const struct options *opt, long rounds, int *cpu_o
 			break;
 		}
 		ss_add(s, (double)(now_ns() - t0));
+		parent_after[i] = sched_getcpu();
 		cpu_of_child[i] = WEXITSTATUS(status);
 	}
 	if (have_saved)
@@ -164,7 +166,8 @@ void item_wake_placement(item_ctx *ctx)
 			 "running, 'waker_cpu_shared' with a user-mode spinner pinned to A's CPU. Series 'fork': a "
 			 "thread allowed on every CPU sleeps 1 ms, forks a child that exits at once with its "
 			 "sched_getcpu() as status, and reaps it; sample = fork() to reaped; "
-			 "on_parent_cpu_share = share of children that started on the parent's CPU.");
+			 "on_parent_cpu_share = share of children that started on the parent's CPU, parent_moved_share "
+			 "= share of rounds after which the parent ran on another CPU than before the fork.");
 	jv_set(ctx->params, "rounds", jv_int(rounds));
 	jv_set(ctx->params, "waker_cpu", jv_int(ctx->opt->cpus[0]));
 	if (ctx->opt->ncpus < 2) {
@@ -173,9 +176,11 @@ void item_wake_placement(item_ctx *ctx)
 	}
 	int *cpus = calloc((size_t)rounds, sizeof(int));
 	int *parents = calloc((size_t)rounds, sizeof(int));
-	if (!cpus || !parents) {
+	int *after = calloc((size_t)rounds, sizeof(int));
+	if (!cpus || !parents || !after) {
 		free(cpus);
 		free(parents);
+		free(after);
 		item_fail(ctx, "out of memory");
 		return;
 	}
@@ -191,10 +196,12 @@ void item_wake_placement(item_ctx *ctx)
 		spinners_stop(sp);
 		shared_share = share_on(cpus, rounds, ctx->opt->cpus[0]);
 	}
-	double fork_share = 0.0;
-	int fe = e ? 0 : fork_placement_run(ctx->opt, rounds, cpus, parents, &forks);
-	if (!e && !fe)
+	double fork_share = 0.0, moved_share = 0.0;
+	int fe = e ? 0 : fork_placement_run(ctx->opt, rounds, cpus, parents, after, &forks);
+	if (!e && !fe) {
 		fork_share = share_same(cpus, parents, rounds);
+		moved_share = 1.0 - share_same(after, parents, rounds);
+	}
 	if (e || fe) {
 		item_fail(ctx, "%s: %s", e ? "pipe ping-pong" : "fork", strerror(e ? e : fe));
 	} else {
@@ -204,10 +211,12 @@ void item_wake_placement(item_ctx *ctx)
 		jv_set(entry, "on_waker_cpu_share", jv_num(shared_share));
 		entry = item_series_add(ctx, "fork", &forks, "ns");
 		jv_set(entry, "on_parent_cpu_share", jv_num(fork_share));
+		jv_set(entry, "parent_moved_share", jv_num(moved_share));
 		jv_set(ctx->params, "on_waker_cpu_share", jv_num(idle_share));
 	}
 	ss_free(&shared);
 	ss_free(&forks);
 	free(cpus);
 	free(parents);
+	free(after);
 }
