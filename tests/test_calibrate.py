@@ -8,6 +8,7 @@ import dataclasses
 import json
 import tomllib
 
+import numpy as np
 import pytest
 
 from app.cli import main
@@ -91,7 +92,9 @@ def test_direct_mappings_follow_their_formulas(profile, cal):
     e = cal.estimates
     assert e["syscall"].value == pytest.approx(med(profile, "syscall"))
     assert e["fork"].value == pytest.approx(med(profile, "fork_exec", "fork_call"))
-    assert e["tick"].value == pytest.approx(med(profile, "irq_cost", "tick"))
+    ticks = np.asarray(profile.series("irq_cost", "tick").samples, dtype=float)
+    assert e["tick"].value == pytest.approx(float(np.median(fit.long_mode(ticks))))
+    assert e["tick"].value >= med(profile, "irq_cost", "tick")
     assert e["ipi_handler"].value == pytest.approx(med(profile, "irq_cost", "ipi"))
     wake = med(profile, "pipe_costs", "write_wakes_local_reader") - med(profile, "pipe_costs", "write_after_sleep")
     assert e["wakeup"].value == pytest.approx(max(0.0, wake))
@@ -103,6 +106,20 @@ def test_direct_mappings_follow_their_formulas(profile, cal):
             assert not set(x.split(".")[0] for x in est.inputs) & set(fit.HELD_BACK), name
         if est.low is not None:
             assert est.low <= est.high
+
+
+def test_long_mode_drops_a_short_mode_only_when_the_modes_are_apart():
+    rng = np.random.default_rng(7)
+    short = rng.uniform(300, 420, 400)
+    ticks = rng.normal(19_000, 2_000, 500)
+    both = np.concatenate([short, ticks])
+    kept = fit.long_mode(both)
+    assert kept.size == ticks.size and kept.min() > 1_000
+    assert np.median(both) < np.median(kept) == pytest.approx(np.median(ticks))
+    one = rng.normal(19_000, 2_000, 500)  # one mode: kept whole
+    assert fit.long_mode(one).size == one.size
+    near = np.concatenate([rng.normal(5_000, 100, 300), ticks])  # two modes closer than 10x: kept whole
+    assert fit.long_mode(near).size == near.size
 
 
 def test_fitted_anchors_match_and_checks_are_reported(cal):
