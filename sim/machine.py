@@ -33,7 +33,7 @@ Time is integer nanoseconds. Nothing here is global: a Machine owns everything i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from heapq import heapify, heappop, heappush
+from heapq import heapify, heappop, heappush, heappushpop
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -120,13 +120,18 @@ class Env(simpy.Environment):
 
     def _loop(self, once: bool) -> None:
         queue: list[Any] = self._queue  # type: ignore[assignment]
-        pop, push, next_eid = heappop, heappush, self._eid.__next__
+        pop, push, pushpop, next_eid = heappop, heappush, heappushpop, self._eid.__next__
         cpu_cls, irq_cls, call_cls, tick_cls, cpuwork_cls = CPU, _Irq, _Call, _Tick, CpuWork
         normal, blocked, user_st, kernel_st = NORMAL, BLOCKED, USER, KERNEL
+        nxt: Any = None  # the next heap entry, already popped (see the end of a segment's step)
         while True:
-            if not queue:
-                raise EmptySchedule
-            now, _, eid, ev = pop(queue)
+            if nxt is None:
+                if not queue:
+                    raise EmptySchedule
+                now, _, eid, ev = pop(queue)
+            else:
+                now, _, eid, ev = nxt
+                nxt = None
             self._now = now
             cls = ev.__class__
             if cls is cpu_cls:
@@ -136,98 +141,107 @@ class Env(simpy.Environment):
                     continue
                 ev.act_eid = -1
                 action = ev.action
-                if action is None:
-                    # the end of a run segment (inlined here: the hottest event)
-                    t = ev.curr
-                    ev.seg_active = False
-                    ns = t.remaining
-                    t.run_ns += ns
-                    if not t.prio:
-                        if t.vcredit:
-                            ns = t.eevdf_uncredited(ns)
-                        t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
-                    t.remaining = 0
-                    if ev.irqs or ev.softirq_pending or ev.need_resched:
-                        ev._dispatch()
-                        if once:
-                            return
-                        continue
-                elif action is ev._dispatch_b:
-                    # _dispatch after a switch or an irq, inlined for its usual outcome: the
-                    # current task goes on at an op boundary (or with its retry, ``post``)
-                    t = ev.curr
-                    if t is None or ev.irqs or ev.softirq_pending or ev.need_resched or t.remaining > 0:
-                        action()
-                        if once:
-                            return
-                        continue
-                else:
-                    action()
-                    if once:
-                        return
-                    continue
-                # The next step of the task, inlined for its usual outcomes (CPU time, or a
-                # block); anything else goes on in _run_ops, which starts at an op boundary.
-                post = t.post
-                if post is not None:
-                    t.post = None
-                    r = post(ev, t)
-                    user = False
-                    st = kernel_st
-                    if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
-                        # an op boundary with nothing pending: _run_ops's first step,
-                        # inlined (the next op)
-                        post = None
-                if post is None:
-                    try:
-                        op = t.script.send(t.retval)
-                    except StopIteration:
-                        end = t.on_end
-                        if end is None:
-                            ev._exit(t)
-                            if once:
-                                return
-                            continue
-                        t.on_end = None
-                        op = end()
-                    t.retval = None
-                    op_type = op.__class__
-                    if op_type is cpuwork_cls:
-                        r = op.ns  # type: ignore[attr-defined]
-                        user = op.user  # type: ignore[attr-defined]
-                        st = user_st if user else kernel_st
+                while True:
+                    if action is None:
+                        # the end of a run segment (inlined here: the hottest event)
+                        t = ev.curr
+                        ev.seg_active = False
+                        ns = t.remaining
+                        t.run_ns += ns
+                        if not t.prio:
+                            if t.vcredit:
+                                ns = t.eevdf_uncredited(ns)
+                            t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
+                        t.remaining = 0
+                        if ev.irqs or ev.softirq_pending or ev.need_resched:
+                            ev._dispatch()
+                            break
+                    elif action is ev._dispatch_b:
+                        # _dispatch after a switch or an irq, inlined for its usual outcome: the
+                        # current task goes on at an op boundary (or with its retry, ``post``)
+                        t = ev.curr
+                        if t is None or ev.irqs or ev.softirq_pending or ev.need_resched or t.remaining > 0:
+                            action()
+                            break
                     else:
-                        try:
-                            h = ev._handlers[op_type]
-                        except KeyError:
-                            raise _no_handler(t, op_type) from None
-                        r = h(ev, t, op)
+                        action()
+                        break
+                    # The next step of the task, inlined for its usual outcomes (CPU time, or a
+                    # block); anything else goes on in _run_ops, which starts at an op boundary.
+                    post = t.post
+                    if post is not None:
+                        t.post = None
+                        r = post(ev, t)
                         user = False
                         st = kernel_st
-                if r > 0:
-                    # CPU._start_segment(t, r, user), inlined
-                    t.remaining = r
-                    t.seg_user = user
-                    ev.softirq_rounds = 0
-                    old = ev.state
-                    if old != st:
-                        if ev.m.tracer is None:
-                            ev.acc[old] += now - ev.since
-                            ev.state = st
-                            ev.since = now
+                        if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
+                            # an op boundary with nothing pending: _run_ops's first step,
+                            # inlined (the next op)
+                            post = None
+                    if post is None:
+                        try:
+                            op = t.script.send(t.retval)
+                        except StopIteration:
+                            end = t.on_end
+                            if end is None:
+                                ev._exit(t)
+                                break
+                            t.on_end = None
+                            op = end()
+                        t.retval = None
+                        op_type = op.__class__
+                        if op_type is cpuwork_cls:
+                            r = op.ns  # type: ignore[attr-defined]
+                            user = op.user  # type: ignore[attr-defined]
+                            st = user_st if user else kernel_st
                         else:
-                            ev._set_state(st)
-                    ev.seg_start = now
-                    ev.seg_active = True
-                    ev.action = None
-                    eid = next_eid()
-                    ev.act_eid = eid
-                    push(queue, (now + r, normal, eid, ev))
-                elif r == blocked:
-                    t.state = T_BLOCKED
-                    ev._schedule()
-                else:
-                    ev._run_ops(t)  # a zero-time step: the op loop goes on
+                            try:
+                                h = ev._handlers[op_type]
+                            except KeyError:
+                                raise _no_handler(t, op_type) from None
+                            r = h(ev, t, op)
+                            user = False
+                            st = kernel_st
+                    if r > 0:
+                        # CPU._start_segment(t, r, user), inlined
+                        t.remaining = r
+                        t.seg_user = user
+                        ev.softirq_rounds = 0
+                        old = ev.state
+                        if old != st:
+                            if ev.m.tracer is None:
+                                ev.acc[old] += now - ev.since
+                                ev.state = st
+                                ev.since = now
+                            else:
+                                ev._set_state(st)
+                        ev.seg_start = now
+                        ev.seg_active = True
+                        ev.action = None
+                        eid = next_eid()
+                        if once:
+                            ev.act_eid = eid
+                            push(queue, (now + r, normal, eid, ev))
+                            break
+                        # Push this segment's end and pop the next event in one heap
+                        # operation (the order is the heap's; the entry takes its event id as
+                        # a push would, so the result is the same). If it is the next event
+                        # itself (nothing in the heap comes before it), go on to it at once.
+                        entry = (now + r, normal, eid, ev)
+                        nxt = pushpop(queue, entry)
+                        if nxt is entry:
+                            nxt = None
+                            now = self._now = entry[0]
+                            action = None
+                            continue
+                        ev.act_eid = eid
+                        break
+                    elif r == blocked:
+                        t.state = T_BLOCKED
+                        ev._schedule()
+                    else:
+                        ev._run_ops(t)  # a zero-time step: the op loop goes on
+                    break
             elif cls is irq_cls:
                 ev.cpu.raise_irq(ev.cost, ev.fn)
             elif cls is call_cls:
