@@ -40,7 +40,7 @@ import simpy
 from simpy.core import EmptySchedule, StopSimulation
 
 from .errors import ScenarioError
-from .ops import BLOCKED, Call, CpuWork, Op, Script, ScriptFactory, Sleep, Spawn, Syscall, WaitChild, Yield
+from .ops import BLOCKED, Call, CpuWork, Op, Script, ScriptFactory, Sleep, Spawn, Syscall, WaitChild, Yield, run_bound
 from .params import Costs, KernelConfig, MachineConfig
 from .rng import Jitter, Streams
 from .stats import LogHistogram
@@ -122,7 +122,7 @@ class Env(simpy.Environment):
         queue: list[Any] = self._queue  # type: ignore[assignment]
         pop, push, pushpop, next_eid = heappop, heappush, heappushpop, self._eid.__next__
         cpu_cls, irq_cls, call_cls, tick_cls, cpuwork_cls = CPU, _Irq, _Call, _Tick, CpuWork
-        normal, blocked, user_st, kernel_st = NORMAL, BLOCKED, USER, KERNEL
+        normal, blocked, user_st, kernel_st, bound = NORMAL, BLOCKED, USER, KERNEL, run_bound
         nxt: Any = None  # the next heap entry, already popped (see the end of a segment's step)
         while True:
             if nxt is None:
@@ -199,7 +199,7 @@ class Env(simpy.Environment):
                                 h = ev._handlers[op_type]
                             except KeyError:
                                 raise _no_handler(t, op_type) from None
-                            r = h(ev, t, op)
+                            r = op.run(ev, t, op) if h is bound else h(ev, t, op)  # type: ignore[attr-defined]
                             user = False
                             st = kernel_st
                     if r > 0:
@@ -628,7 +628,7 @@ class CPU:
                     h = handlers[op_type]
                 except KeyError:
                     raise _no_handler(t, op_type) from None
-                r = h(self, t, op)
+                r = op.run(self, t, op) if h is run_bound else h(self, t, op)  # type: ignore[attr-defined]
             if r > 0:
                 user = False
                 break

@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sim.ops import BLOCKED, Op
+from sim.ops import BLOCKED, BoundOp, run_bound
 from sim.task import BLOCKED as T_BLOCKED
 from sim.trace import MODEL_PID
 from sim.units import US
@@ -65,14 +65,16 @@ COUNTER_NAMES = (
 )
 
 
-class Lock(Op):
+class Lock(BoundOp):
     """``spin_lock`` / ``mutex_lock`` / ``rt_mutex_lock`` / ``read_lock`` of ``lock``, then
-    ``hold`` of work under it (ns, or ``fn(cpu, task) -> ns`` run when the lock is taken)."""
+    ``hold`` of work under it (ns, or ``fn(cpu, task) -> ns`` run when the lock is taken).
+    The engine calls ``lock.acquire`` directly (``run``, see :class:`sim.ops.BoundOp`)."""
 
     __slots__ = ("lock", "hold_ns", "hold_fn")
 
     def __init__(self, lock: KernelLock | PerCpuLock, hold: int | HoldFn = 0) -> None:
         self.lock = lock
+        self.run = lock.acquire
         self.hold_fn: HoldFn | None = None
         self.hold_ns = 0
         if callable(hold):
@@ -83,13 +85,15 @@ class Lock(Op):
             self.hold_ns = int(hold)
 
 
-class Unlock(Op):
-    """Release ``lock``, then ``after`` of work (ns, or ``fn(cpu, task) -> ns`` run at release)."""
+class Unlock(BoundOp):
+    """Release ``lock``, then ``after`` of work (ns, or ``fn(cpu, task) -> ns`` run at release).
+    The engine calls ``lock.release`` directly (``run``)."""
 
     __slots__ = ("lock", "after_ns", "after_fn")
 
     def __init__(self, lock: KernelLock | PerCpuLock, after: int | HoldFn = 0) -> None:
         self.lock = lock
+        self.run = lock.release
         self.after_fn: HoldFn | None = None
         self.after_ns = 0
         if callable(after):
@@ -812,8 +816,9 @@ class LockModel:
         self.locks: list[KernelLock] = []
         self.log: list[tuple[Any, ...]] | None = None  # set to [] to record every lock event (tests)
         self.softirq_runs = 0
-        m.handle(Lock, self._h_lock)
-        m.handle(Unlock, self._h_unlock)
+        # the engine calls the op's lock directly (BoundOp): no handler of our own per lock op
+        m.handle(Lock, run_bound)
+        m.handle(Unlock, run_bound)
         # The switch hook has work only once a lock exists (a switched-out owner's spinners);
         # the first lock puts it in this place among the machine's hooks (hook_switch), so a
         # machine without locks does not call it at every context switch.
@@ -855,15 +860,6 @@ class LockModel:
 
     def new_percpu_lock(self, decl: str, name: str, cls: str | None = None) -> PerCpuLock:
         return PerCpuLock(name, [self.new_lock(decl, f"{name}/{c.index}", cls or name) for c in self.m.cpus])
-
-    # -- op handlers
-    @staticmethod
-    def _h_lock(cpu: CPU, t: Task, op: Lock) -> int:
-        return op.lock.acquire(cpu, t, op)
-
-    @staticmethod
-    def _h_unlock(cpu: CPU, t: Task, op: Unlock) -> int:
-        return op.lock.release(cpu, t, op)
 
     # -- services for the lock classes
     def notice(self, t: Task) -> None:
