@@ -31,7 +31,7 @@ class Task:
         "kthread", "parent", "exit_waiters", "started", "wait_since", "last_ran",
         "run_ns", "wait_ns", "nvcsw", "nivcsw", "migrations", "wakeups", "ended", "data",
         "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec", "op", "pipe_waited", "on_end",
-        "deadline", "vlag", "vprot", "delayed", "vcredit", "mm",
+        "deadline", "vlag", "vprot", "delayed", "vcredit", "mm", "held",
     )  # fmt: skip
 
     def __init__(
@@ -92,7 +92,10 @@ class Task:
         self.vprot = 0
         self.delayed = False
         self.vcredit = 0  # eevdf: run time already in vruntime (a waker's wakeup work, see Machine.wake)
-        self.data: dict[str, Any] = {}  # per-task state of models (lock nesting, reader state...)
+        self.data: dict[str, Any] = {}  # per-task state of models (reader state, lock waits...)
+        # the kernel locks it holds, in the order taken (models/locks; task_struct's held_locks
+        # of lockdep): a slot, not in ``data``, as it changes at every lock operation
+        self.held: list[Any] = []
         self._rq_seq = 0
         # scratch state of the op handlers, in slots rather than ``data`` (they run per message):
         self.op: Any = None  # the op a retry (``post``) completes (sim/channel.py)

@@ -125,13 +125,6 @@ def _after(cpu: CPU, t: Task, op: Unlock) -> int:
     return op.after_ns if fn is None else fn(cpu, t)
 
 
-def _held(t: Task) -> list[KernelLock]:
-    h = t.data.get("held")
-    if h is None:
-        h = t.data["held"] = []
-    return h
-
-
 class KernelLock:
     """Base of the lock implementations: an owner, counters, and the model's services."""
 
@@ -161,12 +154,7 @@ class KernelLock:
     def _took(self, t: Task, how: str) -> None:
         self.owner = t
         self.stats.c[ACQUIRED] += 1
-        d = t.data
-        held = d.get("held")
-        if held is None:
-            d["held"] = [self]
-        else:
-            held.append(self)
+        t.held.append(self)
         m = self.model
         log = m.log
         if log is not None:
@@ -175,7 +163,7 @@ class KernelLock:
             self.since = m.env._now
 
     def _dropped(self, t: Task) -> None:
-        t.data["held"].remove(self)
+        t.held.remove(self)
         m = self.model
         log = m.log
         if log is not None:
@@ -231,12 +219,7 @@ class RawSpinLock(KernelLock):
             # _took(t, "fast"), inlined
             self.owner = t
             self.stats.c[ACQUIRED] += 1
-            d = t.data
-            held = d.get("held")
-            if held is None:
-                d["held"] = [self]
-            else:
-                held.append(self)
+            t.held.append(self)
             m = self.model
             if m.log is not None:
                 m.log.append(("acquire", m.env._now, self.name, t.tid, "fast"))
@@ -259,7 +242,7 @@ class RawSpinLock(KernelLock):
         return self.model.cfg.atomic + _hold(cpu, t, op)
 
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
-        t.data["held"].remove(self)  # _dropped, inlined
+        t.held.remove(self)  # _dropped, inlined
         m = self.model
         if m.log is not None:
             m.log.append(("release", m.env._now, self.name, t.tid, ""))
@@ -374,6 +357,8 @@ class RtMutex(KernelLock):
         m = self.model
         m.seq += 1
         key = (-t.prio, m.seq, t)
+        if key[0]:
+            m.pi_waiters = True
         d = t.data
         d["wkey"] = key
         d["blocked_on"] = self
@@ -398,6 +383,8 @@ class RtMutex(KernelLock):
         self.waiters.remove(t.data["wkey"])
         self.model.seq += 1
         key = (-t.prio, self.model.seq, t)
+        if key[0]:
+            self.model.pi_waiters = True
         t.data["wkey"] = key
         bisect.insort(self.waiters, key)
 
@@ -415,12 +402,15 @@ class RtMutex(KernelLock):
         o = self.owner
         m = self.model
         if o is None:
-            if self.queued(t):
-                self._dequeue(t)
+            d = t.data
+            if d.get("blocked_on") is self:  # queued(t): _dequeue(t), inlined
+                self.waiters.remove(d.pop("wkey"))
+                d["blocked_on"] = None
             self.pending = False
-            t.data["granted"] = False
+            d["granted"] = False
             self._took(t, "slow")
-            m.adjust_prio(t, 0)
+            if m.pi_waiters or t.prio != t.base_prio:  # else adjust_prio(t) changes nothing
+                m.adjust_prio(t, 0)
             return True
         if not self.pending:
             return False
@@ -449,7 +439,7 @@ class RtMutex(KernelLock):
         if tracer is not None:
             tracer.instant(m.m.cpus[t.cpu].tid, f"steal {self.name}", m.env._now)
             self._trace_span(f"pending {o.name} (robbed by {t.name})", "lock_pending")
-        o.data["held"].remove(self)
+        o.held.remove(self)
         self.pending = False
         if self.queued(t):
             self._dequeue(t)
@@ -465,12 +455,7 @@ class RtMutex(KernelLock):
             # _took(t, "fast"), inlined (the uncontended lock: most operations)
             self.owner = t
             self.stats.c[ACQUIRED] += 1
-            d = t.data
-            held = d.get("held")
-            if held is None:
-                d["held"] = [self]
-            else:
-                held.append(self)
+            t.held.append(self)
             if m.log is not None:
                 m.log.append(("acquire", m.env._now, self.name, t.tid, "fast"))
             if m.tracer is not None:
@@ -493,15 +478,16 @@ class RtMutex(KernelLock):
             self.wl_spinners.append(t)
             t.post = self._wl_spin_post
             return SPIN_QUANTUM
-        if self._try_take(t):
-            op: Lock = t.data.pop("lk_op")
+        d = t.data
+        # _try_take(t); an owned lock without a pending owner is not taken (tested here first)
+        if (self.pending or self.owner is None) and self._try_take(t):
+            op: Lock = d.pop("lk_op")
             fn = op.hold_fn
             return cost + (op.hold_ns if fn is None else fn(cpu, t))
-        d = t.data
         if d.get("granted"):  # woken as pending owner, robbed before it ran
             d["granted"] = False
             self.stats.c[WASTED_WAKEUPS] += 1
-        if not self.queued(t):
+        if d.get("blocked_on") is not self:  # not queued(t)
             self._enqueue(t)
         t.post = self._wait
         return cost
@@ -509,7 +495,7 @@ class RtMutex(KernelLock):
     def _wait(self, cpu: CPU, t: Task) -> int:
         """wait_lock dropped: spin while the owner runs (adaptive_wait) or sleep."""
         o = self.owner
-        if o is t or o is None or not self.queued(t):
+        if o is t or o is None or t.data.get("blocked_on") is not self:  # ... or not queued(t)
             # granted (or robbed, or released) meanwhile: go round the loop again, no sleep
             return self._slow(cpu, t, self.model.rt_slowpath)
         if self.adaptive and o.on_cpu and (not self.top_spin or self._may_spin(cpu, t)):
@@ -576,7 +562,7 @@ class RtMutex(KernelLock):
                 t.preempt_count += 1
                 self.unlocking = t
             return m.cfg.rt_slowpath
-        t.data["held"].remove(self)  # _dropped, inlined (the uncontended unlock)
+        t.held.remove(self)  # _dropped, inlined (the uncontended unlock)
         if m.log is not None:
             m.log.append(("release", m.env._now, self.name, t.tid, ""))
         if m.tracer is not None:
@@ -591,7 +577,13 @@ class RtMutex(KernelLock):
     def _unlock_post(self, cpu: CPU, t: Task) -> int:
         """The slow unlock's pass is done; hand the lock to the top waiter now."""
         op: Unlock = t.data.pop("ul_op")
-        self._dropped(t)
+        # _dropped(t), inlined
+        t.held.remove(self)
+        m = self.model
+        if m.log is not None:
+            m.log.append(("release", m.env._now, self.name, t.tid, ""))
+        if m.tracer is not None:
+            self._trace_span(t.name, "lock")
         if not self.waiters:  # pragma: no cover - waiters only leave with the lock
             self.owner = None
             self.pending = False
@@ -607,8 +599,16 @@ class RtMutex(KernelLock):
     def _unlock_done(self, cpu: CPU, t: Task) -> int:
         """2.6.24-rt: the wakeup under wait_lock is done; drop wait_lock, then ``after``."""
         op: Unlock = t.data.pop("ul_op")
-        self._wl_drop(t)
-        return _after(cpu, t, op)
+        if self.unlocking is t:  # _wl_drop(t), inlined
+            self.unlocking = None
+            t.preempt_count -= 1
+            spinners = self.wl_spinners
+            if spinners:
+                for s in spinners:
+                    self.model.notice(s)
+                spinners.clear()
+        fn = op.after_fn
+        return op.after_ns if fn is None else fn(cpu, t)
 
     def _wl_drop(self, t: Task) -> None:
         if self.unlocking is t:
@@ -624,22 +624,26 @@ class RtMutex(KernelLock):
         ``op``'s ``after`` unless ``op`` is None)."""
         m = self.model
         cost = 0
-        w = self.waiters[0][2]
-        self._dequeue(w)
+        # the top waiter leaves the queue (_dequeue(w), inlined: its key is the first)
+        w = self.waiters.popleft()[2]
+        d = w.data
+        del d["wkey"]
+        d["blocked_on"] = None
         self.owner = w
         self.pending = True
-        w.data["granted"] = True
-        w.data["grant_t"] = m.env._now
-        _held(w).append(self)
+        d["granted"] = True
+        d["grant_t"] = m.env._now
+        w.held.append(self)
         if m.tracer is not None:
             self.since = m.env._now  # the pending-owner interval starts
         self.stats.c[HANDOFFS] += 1
         log = m.log
         if log is not None:
             log.append(("grant", m.env._now, self.name, w.tid, t.tid))
-        m.adjust_prio(t, 0)
-        m.adjust_prio(w, 0)
-        if w.data.get("spinning"):
+        if m.pi_waiters or t.prio != t.base_prio or w.prio != w.base_prio:  # else no-ops
+            m.adjust_prio(t, 0)
+            m.adjust_prio(w, 0)
+        if d.get("spinning"):
             m.notice(w)  # a spinning waiter is running: no wakeup needed
         elif w.state == T_BLOCKED:
             if log is not None:
@@ -806,6 +810,10 @@ class LockModel:
         self.m = m
         self.cfg = cfg
         self.seq = 0
+        # an rt-mutex waiter of RT priority was queued at some time: until then every waiter's
+        # priority is 0, so adjust_prio of a task at its base priority changes nothing (the
+        # hot paths skip the call then)
+        self.pi_waiters = False
         self.rng = m.streams.get("locks")
         # read per lock operation: cached (the machine's tracer and the config never change)
         self.env = m.env
@@ -879,7 +887,7 @@ class LockModel:
     def _on_switch(self, cpu: CPU, prev: Task | None, nxt: Task | None) -> None:
         if prev is None:
             return
-        held = prev.data.get("held")
+        held = prev.held
         if held:
             for lk in held:
                 spinners = getattr(lk, "spinners", None)
@@ -892,7 +900,7 @@ class LockModel:
         priority and its rt-mutexes' top waiters'; if it is blocked on an rt-mutex, the new
         priority requeues it there and propagates to that lock's owner."""
         prio = t.base_prio
-        held = t.data.get("held")
+        held = t.held
         if held:
             for lk in held:
                 if type(lk) is RtMutex and lk.waiters:
@@ -902,7 +910,7 @@ class LockModel:
         if prio == t.prio:
             return
         if prio > t.prio:
-            for lk in held or ():
+            for lk in held:
                 lk.stats.c[PI_BOOSTS] += 1
                 break
         log = self.log
