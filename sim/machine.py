@@ -43,7 +43,7 @@ from .errors import ScenarioError
 from .ops import BLOCKED, Call, CpuWork, Op, Script, ScriptFactory, Sleep, Spawn, Syscall, WaitChild, Yield, run_bound
 from .params import Costs, KernelConfig, MachineConfig
 from .rng import Jitter, Streams
-from .stats import LogHistogram
+from .stats import FLUSH, LogHistogram
 from .task import BLOCKED as T_BLOCKED
 from .task import DONE, RUNNABLE, Task
 
@@ -971,27 +971,45 @@ class CPU:
         nxt.on_cpu = True
         waited = now - nxt.wait_since
         nxt.wait_ns += waited
-        m.wake_latency.add(waited)
+        # m.wake_latency.add(waited), inlined (see LogHistogram.pending; waited is an int)
+        lat = m.wake_latency
+        pending = lat.pending
+        pending.append(waited)
+        if len(pending) >= FLUSH:
+            lat.flush()
         nxt.slice_exec = nxt.run_ns
         if eevdf:
             nxt.vprot = nxt.deadline  # set_protect_slice (RUN_TO_PARITY; every slice is the base slice)
-        cost = m.jit_sched.apply(m.costs.context_switch) + extra
+        jit = m.jit_sched
+        costs = m.costs
+        # cost = jit.apply(costs.context_switch), inlined (see Jitter: the same draw)
+        cost = costs.context_switch
+        if cost > 0:
+            try:
+                cost = (cost * jit.pop()).__trunc__()
+            except IndexError:
+                jit.refill()
+                cost = (costs.context_switch * jit.pop()).__trunc__()
+            if cost <= 0:
+                cost = 1
+        cost += extra
         mm = nxt.mm
         if mm and mm != self.active_mm:
             # kernel/sched/core.c context_switch(): switch_mm_irqs_off only when next has an mm
             # and it is not the one the CPU is on (a kernel thread keeps the borrowed one)
             self.active_mm = mm
-            cost += m.jit_sched.apply(m.costs.mm_switch)  # no draw when 0
+            apply = jit.apply
+            cost += apply(costs.mm_switch)  # no draw when 0
             asids = self.asids
             if mm not in asids:  # choose_new_asid: a new slot, need_flush
                 asids[self.next_asid] = mm
                 self.next_asid = (self.next_asid + 1) % TLB_NR_DYN_ASIDS
-                cost += m.jit_sched.apply(m.costs.asid_miss)
+                cost += apply(costs.asid_miss)
         index = self.index
         if nxt.ran_cpu != index:
             if nxt.ran_cpu >= 0:
                 nxt.migrations += 1
-                cost += m.jit_sched.apply(m.costs.migration)
+                cost += jit.apply(costs.migration)
             nxt.ran_cpu = index
         nxt.cpu = index
         if eevdf and not nxt.prio:
@@ -1375,11 +1393,23 @@ class Machine:
         sent = self._check_preempt(target, t, waker)
         if waker is None:
             return 0
-        apply = self.jit_sched.apply
+        jit = self.jit_sched
         costs = self.costs
-        cost = eevdf_cost if eevdf_cost >= 0 else apply(costs.wakeup)
+        if eevdf_cost >= 0:
+            cost = eevdf_cost
+        else:
+            # cost = jit.apply(costs.wakeup), inlined (see Jitter: the same draw)
+            cost = costs.wakeup
+            if cost > 0:
+                try:
+                    cost = (cost * jit.pop()).__trunc__()
+                except IndexError:
+                    jit.refill()
+                    cost = (costs.wakeup * jit.pop()).__trunc__()
+                if cost <= 0:
+                    cost = 1
         if sent:
-            cost += apply(costs.ipi_send)  # the waker sends the IPI
+            cost += jit.apply(costs.ipi_send)  # the waker sends the IPI
         return cost
 
     def _check_preempt(self, target: CPU, t: Task, waker: CPU | None) -> bool:
@@ -1439,10 +1469,12 @@ class Machine:
         cpus = self.cpus
         n = len(cpus)
         prev = cpus[t.cpu] if t.cpu >= 0 else (waker or cpus[0])
-        if t.affinity is not None and len(t.affinity) == 1:
-            return cpus[t.affinity[0]]
-        if not t.allowed(prev.index):
-            prev = cpus[t.affinity[0]]  # type: ignore[index]
+        aff = t.affinity
+        if aff is not None:
+            if len(aff) == 1:
+                return cpus[aff[0]]
+            if prev.index not in aff:  # not t.allowed(prev.index)
+                prev = cpus[aff[0]]
         if t.prio:
             # select_task_rq_rt: stay if the previous CPU runs something of lower priority
             pc = prev.curr
@@ -1459,7 +1491,6 @@ class Machine:
                 if cp < t.prio and cp < best_prio:
                     best, best_prio = c, cp
             return best
-        aff = t.affinity
         if self.wake_affine_weight:
             return self._select_cpu_weight(t, prev, waker, sync)
         if (

@@ -131,7 +131,7 @@ class KernelLock:
     __slots__ = ("model", "name", "stats", "owner", "since", "track", "idx")
     kind = "lock"
 
-    def __init__(self, model: LockModel, name: str, stats: LockClassStats) -> None:
+    def __init__(self, model: LockModel, name: str, stats: LockClassStats, spins: bool = True) -> None:
         self.model = model
         self.name = name
         self.stats = stats
@@ -139,7 +139,9 @@ class KernelLock:
         self.since = 0  # when the current owner (or pending owner) got the lock, if tracing
         self.track = 0  # its trace track, made on first use
         self.idx = len(model.locks)  # creation order: the tracks' order
-        if not model.switch_hooked:
+        # the context-switch hook notices the spinners of a switched-out owner's locks: only a
+        # lock that can have spinners (``spins``) needs it
+        if spins and not model.switch_hooked:
             model.hook_switch()
 
     def __repr__(self) -> str:
@@ -274,7 +276,7 @@ class SharedReadLock(KernelLock):
     kind = "rwlock_shared"
 
     def __init__(self, model: LockModel, name: str, stats: LockClassStats, sleeping: bool) -> None:
-        super().__init__(model, name, stats)
+        super().__init__(model, name, stats, spins=False)
         self.readers = 0
         self.sleeping = sleeping
 
@@ -337,7 +339,7 @@ class RtMutex(KernelLock):
     def __init__(
         self, model: LockModel, name: str, stats: LockClassStats, lateral: bool, adaptive: bool, top_spin: bool = False
     ) -> None:
-        super().__init__(model, name, stats)
+        super().__init__(model, name, stats, spins=adaptive)  # only adaptive waiters spin (_wait)
         self.pending = False
         # (-prio, seq, task): plist order. A deque: the top waiter leaves from the front and a
         # newcomer of the lowest priority joins at the back, both O(1) with hundreds queued.
@@ -392,11 +394,6 @@ class RtMutex(KernelLock):
         return t.data.get("blocked_on") is self
 
     # -- taking
-    def _stealable(self, t: Task, pend: Task) -> bool:
-        if t.prio > pend.prio:
-            return True
-        return self.lateral and t.prio == pend.prio and not t.prio  # equal and not RT (lock_is_stealable)
-
     def _try_take(self, t: Task) -> bool:
         """do_try_to_take_rt_mutex under wait_lock."""
         o = self.owner
@@ -425,7 +422,8 @@ class RtMutex(KernelLock):
                 self._trace_span(f"pending {t.name}", "lock_pending")
             self.stats.c[ACQUIRED] += 1
             return True
-        if not self._stealable(t, o):
+        # may t steal? a higher priority, or with lateral stealing an equal non-RT one (lock_is_stealable)
+        if t.prio <= o.prio and not (self.lateral and t.prio == o.prio and not t.prio):
             return False
         # steal from the pending owner, which has not run yet (try_to_steal_lock)
         c = self.stats.c
@@ -466,9 +464,12 @@ class RtMutex(KernelLock):
         t.data["lk_op"] = op
         return self._slow(cpu, t, m.rt_slowpath)
 
-    def _slow(self, cpu: CPU, t: Task, cost: int) -> int:
+    def _slow(self, cpu: CPU, t: Task, cost: int = -1) -> int:
         """One pass of rt_spin_lock_slowlock / rt_mutex_slowlock under wait_lock: take or
-        steal, else queue; then (after ``cost``) :meth:`_wait`."""
+        steal, else queue; then (after ``cost``, by default ``rt_slowpath``) :meth:`_wait`.
+        Also the continuation of a woken waiter (``post``: its pass after the wakeup)."""
+        if cost < 0:
+            cost = self.model.rt_slowpath
         if self.unlocking is not None and self.unlocking is not t:
             # spin_lock_irqsave(&lock->wait_lock): a releaser's slow pass holds it
             t.preempt_count += 1
@@ -511,7 +512,7 @@ class RtMutex(KernelLock):
         log = m.log
         if log is not None:
             log.append(("sleep", m.env._now, self.name, t.tid, o.on_cpu, self.adaptive))
-        t.post = self._wake_post
+        t.post = self._slow  # the wakeup's pass (rt_slowpath)
         return BLOCKED
 
     def _may_spin(self, cpu: CPU, t: Task) -> bool:
@@ -532,9 +533,6 @@ class RtMutex(KernelLock):
         if o is t or o is not d["spin_owner"]:
             return self._slow(cpu, t, self.model.rt_slowpath)
         return self._wait(cpu, t)  # "owner went to bed, so should we"
-
-    def _wake_post(self, cpu: CPU, t: Task) -> int:
-        return self._slow(cpu, t, self.model.rt_slowpath)
 
     def _wl_spin_post(self, cpu: CPU, t: Task) -> int:
         """Spinning on wait_lock: go on until the releaser drops it, then do the pass."""
@@ -670,7 +668,7 @@ class Mutex(KernelLock):
     kind = "mutex"
 
     def __init__(self, model: LockModel, name: str, stats: LockClassStats, mainline: bool) -> None:
-        super().__init__(model, name, stats)
+        super().__init__(model, name, stats, spins=mainline)  # only mainline mutexes spin (acquire)
         self.waiters: list[Task] = []
         self.spinners: list[Task] = []
         self.handoff = False
