@@ -1386,7 +1386,14 @@ class Machine:
             floor = tmin - self.sleeper_credit  # place_entity (GENTLE_FAIR_SLEEPERS: half the latency)
             if t.vruntime < floor:
                 t.vruntime = floor
-        target._enqueue(t)
+        # target._enqueue(t), inlined
+        self.seq += 1
+        seq = self.seq
+        t._rq_seq = seq
+        t.cpu = target.index
+        t.wait_since = self.env._now
+        heappush(target.rq, (0, -t.prio, seq, t) if t.prio else (1, t.vruntime, seq, t))
+        target.nr_queued += 1
         tracer = self.tracer
         if tracer is not None:
             tracer.instant(target.tid, f"wakeup {t.name}", self.env.now)
@@ -1427,10 +1434,17 @@ class Machine:
             preempt = True
         elif t.prio < curr.prio or t.prio:
             preempt = False
+        elif self.eevdf:
+            preempt = target.eevdf_wakeup_preempt(curr, t)
         else:
-            preempt = target.curr_vruntime() - t.vruntime > self.sched_wakeup_granularity
-            if self.eevdf:
-                preempt = target.eevdf_wakeup_preempt(curr, t)
+            # target.curr_vruntime() (curr is not None), inlined
+            v = curr.vruntime
+            if target.seg_active:
+                e = self.env._now - target.seg_start
+                if curr.vcredit:
+                    e = max(0, e - curr.vcredit)
+                v += e * 1024 // curr.weight
+            preempt = v - t.vruntime > self.sched_wakeup_granularity
         if preempt:
             target.need_resched = True
             if target is not waker and not target.resched_pending:
