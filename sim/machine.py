@@ -998,13 +998,14 @@ class CPU:
             # kernel/sched/core.c context_switch(): switch_mm_irqs_off only when next has an mm
             # and it is not the one the CPU is on (a kernel thread keeps the borrowed one)
             self.active_mm = mm
-            apply = jit.apply
-            cost += apply(costs.mm_switch)  # no draw when 0
+            if costs.mm_switch:  # apply(0) is 0 and draws nothing: not called then
+                cost += jit.apply(costs.mm_switch)
             asids = self.asids
             if mm not in asids:  # choose_new_asid: a new slot, need_flush
                 asids[self.next_asid] = mm
                 self.next_asid = (self.next_asid + 1) % TLB_NR_DYN_ASIDS
-                cost += apply(costs.asid_miss)
+                if costs.asid_miss:
+                    cost += jit.apply(costs.asid_miss)
         index = self.index
         if nxt.ran_cpu != index:
             if nxt.ran_cpu >= 0:
