@@ -31,7 +31,7 @@ class Task:
         "kthread", "parent", "exit_waiters", "started", "wait_since", "last_ran",
         "run_ns", "wait_ns", "nvcsw", "nivcsw", "migrations", "wakeups", "ended", "data",
         "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec", "op", "pipe_waited", "on_end",
-        "deadline", "vlag", "vprot", "delayed", "vcredit", "mm", "held",
+        "deadline", "vlag", "vprot", "delayed", "vcredit", "mm", "held", "lockw",
     )  # fmt: skip
 
     def __init__(
@@ -96,6 +96,7 @@ class Task:
         # the kernel locks it holds, in the order taken (models/locks; task_struct's held_locks
         # of lockdep): a slot, not in ``data``, as it changes at every lock operation
         self.held: list[Any] = []
+        self.lockw: Any = None  # its lock-wait state (models/locks LockWait), made when it first contends
         self._rq_seq = 0
         # scratch state of the op handlers, in slots rather than ``data`` (they run per message):
         self.op: Any = None  # the op a retry (``post``) completes (sim/channel.py)

@@ -115,6 +115,36 @@ class LockClassStats:
         self.c = [0] * len(COUNTER_NAMES)
 
 
+class LockWait:
+    """A task's state while it waits for or spins on a lock: the kernel's rt_mutex_waiter
+    (``wkey``, ``blocked_on``), the -rt pending-owner marks (``granted``, ``grant_t``), the
+    pending operation and the spin bookkeeping. One per task (``Task.lockw``), made when it
+    first contends (:func:`_lw`); slots rather than ``task.data`` (read at every contended
+    operation)."""
+
+    __slots__ = ("op", "ul_op", "wkey", "blocked_on", "granted", "grant_t", "spinning", "spin_tok", "spin_t0", "spin_owner", "woken")
+
+    def __init__(self) -> None:
+        self.op: Any = None  # the Lock whose acquisition is in progress
+        self.ul_op: Any = None  # the Unlock whose slow release is in progress
+        self.wkey: tuple[int, int, Task] | None = None  # its entry in an rt-mutex's waiters
+        self.blocked_on: RtMutex | None = None  # the rt-mutex it is queued on
+        self.granted = False  # made pending owner, has not run since
+        self.grant_t = 0
+        self.spinning = False
+        self.spin_tok = 0
+        self.spin_t0 = 0
+        self.spin_owner: Task | None = None
+        self.woken = False  # woken by a mutex release
+
+
+def _lw(t: Task) -> LockWait:
+    w = t.lockw
+    if w is None:
+        w = t.lockw = LockWait()
+    return w
+
+
 def _hold(cpu: CPU, t: Task, op: Lock) -> int:
     fn = op.hold_fn
     return op.hold_ns if fn is None else fn(cpu, t)
@@ -186,20 +216,20 @@ class KernelLock:
         self.since = now
 
     def _start_spin(self, t: Task, spinners: list[Task], delay: int) -> None:
-        d = t.data
-        d["spinning"] = True
-        d["spin_tok"] = d.get("spin_tok", 0) + 1
-        d["spin_t0"] = self.model.env._now + delay
+        w = _lw(t)
+        w.spinning = True
+        w.spin_tok += 1
+        w.spin_t0 = self.model.env._now + delay
         spinners.append(t)
         self.stats.c[SPINS] += 1
 
     def _stop_spin(self, t: Task, spinners: list[Task]) -> None:
-        d = t.data
-        if d.get("spinning"):
-            d["spinning"] = False
+        w = t.lockw
+        if w is not None and w.spinning:
+            w.spinning = False
             if t in spinners:
                 spinners.remove(t)
-            self.stats.c[SPIN_NS] += max(0, self.model.env._now - d["spin_t0"])
+            self.stats.c[SPIN_NS] += max(0, self.model.env._now - w.spin_t0)
 
 
 class RawSpinLock(KernelLock):
@@ -230,7 +260,7 @@ class RawSpinLock(KernelLock):
             fn = op.hold_fn
             return m.atomic + (op.hold_ns if fn is None else fn(cpu, t))
         self.stats.c[CONTENDED] += 1
-        t.data["lk_op"] = op
+        _lw(t).op = op
         self._start_spin(t, self.spinners, 0)
         t.post = self._spin_post
         return SPIN_QUANTUM
@@ -240,7 +270,9 @@ class RawSpinLock(KernelLock):
             t.post = self._spin_post
             return SPIN_QUANTUM
         self._stop_spin(t, self.spinners)
-        op: Lock = t.data.pop("lk_op")
+        w = t.lockw
+        op: Lock = w.op
+        w.op = None
         return self.model.cfg.atomic + _hold(cpu, t, op)
 
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
@@ -361,9 +393,9 @@ class RtMutex(KernelLock):
         key = (-t.prio, m.seq, t)
         if key[0]:
             m.pi_waiters = True
-        d = t.data
-        d["wkey"] = key
-        d["blocked_on"] = self
+        lw = _lw(t)
+        lw.wkey = key
+        lw.blocked_on = self
         w = self.waiters
         if not w or w[-1][0] <= key[0]:
             w.append(key)  # where insort puts it: its seq is the newest
@@ -377,21 +409,25 @@ class RtMutex(KernelLock):
             m.adjust_prio(o, 0)
 
     def _dequeue(self, t: Task) -> None:
-        self.waiters.remove(t.data.pop("wkey"))
-        t.data["blocked_on"] = None
+        lw = t.lockw
+        self.waiters.remove(lw.wkey)
+        lw.wkey = None
+        lw.blocked_on = None
 
     def requeue(self, t: Task) -> None:
         """``t``'s priority changed while it waits here: move it (plist re-add)."""
-        self.waiters.remove(t.data["wkey"])
+        lw = t.lockw
+        self.waiters.remove(lw.wkey)
         self.model.seq += 1
         key = (-t.prio, self.model.seq, t)
         if key[0]:
             self.model.pi_waiters = True
-        t.data["wkey"] = key
+        lw.wkey = key
         bisect.insort(self.waiters, key)
 
     def queued(self, t: Task) -> bool:
-        return t.data.get("blocked_on") is self
+        lw = t.lockw
+        return lw is not None and lw.blocked_on is self
 
     # -- taking
     def _try_take(self, t: Task) -> bool:
@@ -399,12 +435,13 @@ class RtMutex(KernelLock):
         o = self.owner
         m = self.model
         if o is None:
-            d = t.data
-            if d.get("blocked_on") is self:  # queued(t): _dequeue(t), inlined
-                self.waiters.remove(d.pop("wkey"))
-                d["blocked_on"] = None
+            lw = _lw(t)
+            if lw.blocked_on is self:  # queued(t): _dequeue(t), inlined
+                self.waiters.remove(lw.wkey)
+                lw.wkey = None
+                lw.blocked_on = None
             self.pending = False
-            d["granted"] = False
+            lw.granted = False
             self._took(t, "slow")
             if m.pi_waiters or t.prio != t.base_prio:  # else adjust_prio(t) changes nothing
                 m.adjust_prio(t, 0)
@@ -413,8 +450,9 @@ class RtMutex(KernelLock):
             return False
         if o is t:
             self.pending = False
-            t.data["granted"] = False
-            self.stats.c[PENDING_NS] += m.env._now - t.data["grant_t"]
+            lw = t.lockw
+            lw.granted = False
+            self.stats.c[PENDING_NS] += m.env._now - lw.grant_t
             log = m.log
             if log is not None:
                 log.append(("acquire", m.env._now, self.name, t.tid, "pending"))
@@ -441,7 +479,7 @@ class RtMutex(KernelLock):
         self.pending = False
         if self.queued(t):
             self._dequeue(t)
-        t.data["granted"] = False
+        _lw(t).granted = False
         self._took(t, "steal")
         m.adjust_prio(o, 0)
         m.adjust_prio(t, 0)
@@ -461,7 +499,7 @@ class RtMutex(KernelLock):
             fn = op.hold_fn
             return m.atomic + (op.hold_ns if fn is None else fn(cpu, t))
         self.stats.c[CONTENDED] += 1
-        t.data["lk_op"] = op
+        _lw(t).op = op
         return self._slow(cpu, t, m.rt_slowpath)
 
     def _slow(self, cpu: CPU, t: Task, cost: int = -1) -> int:
@@ -473,22 +511,23 @@ class RtMutex(KernelLock):
         if self.unlocking is not None and self.unlocking is not t:
             # spin_lock_irqsave(&lock->wait_lock): a releaser's slow pass holds it
             t.preempt_count += 1
-            d = t.data
-            d["spinning"] = True
-            d["spin_tok"] = d.get("spin_tok", 0) + 1
+            lw = t.lockw
+            lw.spinning = True
+            lw.spin_tok += 1
             self.wl_spinners.append(t)
             t.post = self._wl_spin_post
             return SPIN_QUANTUM
-        d = t.data
+        lw = t.lockw
         # _try_take(t); an owned lock without a pending owner is not taken (tested here first)
         if (self.pending or self.owner is None) and self._try_take(t):
-            op: Lock = d.pop("lk_op")
+            op: Lock = lw.op
+            lw.op = None
             fn = op.hold_fn
             return cost + (op.hold_ns if fn is None else fn(cpu, t))
-        if d.get("granted"):  # woken as pending owner, robbed before it ran
-            d["granted"] = False
+        if lw.granted:  # woken as pending owner, robbed before it ran
+            lw.granted = False
             self.stats.c[WASTED_WAKEUPS] += 1
-        if d.get("blocked_on") is not self:  # not queued(t)
+        if lw.blocked_on is not self:  # not queued(t)
             self._enqueue(t)
         t.post = self._wait
         return cost
@@ -496,11 +535,11 @@ class RtMutex(KernelLock):
     def _wait(self, cpu: CPU, t: Task) -> int:
         """wait_lock dropped: spin while the owner runs (adaptive_wait) or sleep."""
         o = self.owner
-        if o is t or o is None or t.data.get("blocked_on") is not self:  # ... or not queued(t)
+        if o is t or o is None or t.lockw.blocked_on is not self:  # ... or not queued(t)
             # granted (or robbed, or released) meanwhile: go round the loop again, no sleep
             return self._slow(cpu, t, self.model.rt_slowpath)
         if self.adaptive and o.on_cpu and (not self.top_spin or self._may_spin(cpu, t)):
-            t.data["spin_owner"] = o
+            t.lockw.spin_owner = o
             self._start_spin(t, self.spinners, 0)
             t.post = self._spin_post
             return SPIN_QUANTUM
@@ -522,15 +561,15 @@ class RtMutex(KernelLock):
     def _spin_post(self, cpu: CPU, t: Task) -> int:
         """adaptive_wait's loop: granted, owner changed, or owner off its CPU."""
         o = self.owner
-        d = t.data
-        if self.top_spin and o is d["spin_owner"] and o is not t and cpu.need_resched:
+        so = t.lockw.spin_owner
+        if self.top_spin and o is so and o is not t and cpu.need_resched:
             self._stop_spin(t, self.spinners)
             return self._sleep(t, o)  # rtmutex_spin_on_owner: need_resched() ends the spin, schedule()
-        if o is d["spin_owner"] and o is not t and o is not None and o.on_cpu:
+        if o is so and o is not t and o is not None and o.on_cpu:
             t.post = self._spin_post
             return SPIN_QUANTUM
         self._stop_spin(t, self.spinners)
-        if o is t or o is not d["spin_owner"]:
+        if o is t or o is not so:
             return self._slow(cpu, t, self.model.rt_slowpath)
         return self._wait(cpu, t)  # "owner went to bed, so should we"
 
@@ -539,7 +578,7 @@ class RtMutex(KernelLock):
         if self.unlocking is not None:
             t.post = self._wl_spin_post
             return SPIN_QUANTUM
-        t.data["spinning"] = False
+        t.lockw.spinning = False
         t.preempt_count -= 1
         return self._slow(cpu, t, self.model.rt_slowpath)
 
@@ -554,7 +593,10 @@ class RtMutex(KernelLock):
             # wake_up_q) comes after wait_lock is dropped. 2.6.24-rt (rt_spin_lock_slowunlock,
             # rt_mutex_slowunlock): wakeup_next_waiter sets the pending owner and wakes it at
             # the end of the pass, wait_lock held (with interrupts off) until the wakeup is done.
-            t.data["ul_op"] = op
+            lw = t.lockw
+            if lw is None:
+                lw = t.lockw = LockWait()
+            lw.ul_op = op
             t.post = self._unlock_post
             if not self.top_spin:
                 t.preempt_count += 1
@@ -574,7 +616,9 @@ class RtMutex(KernelLock):
 
     def _unlock_post(self, cpu: CPU, t: Task) -> int:
         """The slow unlock's pass is done; hand the lock to the top waiter now."""
-        op: Unlock = t.data.pop("ul_op")
+        lw = t.lockw
+        op: Unlock = lw.ul_op
+        lw.ul_op = None
         # _dropped(t), inlined
         t.held.remove(self)
         m = self.model
@@ -590,13 +634,15 @@ class RtMutex(KernelLock):
         if self.top_spin:
             return self._handoff(cpu, t, op)
         cost = self._handoff(cpu, t, None)
-        t.data["ul_op"] = op
+        lw.ul_op = op
         t.post = self._unlock_done
         return cost
 
     def _unlock_done(self, cpu: CPU, t: Task) -> int:
         """2.6.24-rt: the wakeup under wait_lock is done; drop wait_lock, then ``after``."""
-        op: Unlock = t.data.pop("ul_op")
+        lw = t.lockw
+        op: Unlock = lw.ul_op
+        lw.ul_op = None
         if self.unlocking is t:  # _wl_drop(t), inlined
             self.unlocking = None
             t.preempt_count -= 1
@@ -624,13 +670,13 @@ class RtMutex(KernelLock):
         cost = 0
         # the top waiter leaves the queue (_dequeue(w), inlined: its key is the first)
         w = self.waiters.popleft()[2]
-        d = w.data
-        del d["wkey"]
-        d["blocked_on"] = None
+        lw = w.lockw
+        lw.wkey = None
+        lw.blocked_on = None
         self.owner = w
         self.pending = True
-        d["granted"] = True
-        d["grant_t"] = m.env._now
+        lw.granted = True
+        lw.grant_t = m.env._now
         w.held.append(self)
         if m.tracer is not None:
             self.since = m.env._now  # the pending-owner interval starts
@@ -641,7 +687,7 @@ class RtMutex(KernelLock):
         if m.pi_waiters or t.prio != t.base_prio or w.prio != w.base_prio:  # else no-ops
             m.adjust_prio(t, 0)
             m.adjust_prio(w, 0)
-        if d.get("spinning"):
+        if lw.spinning:
             m.notice(w)  # a spinning waiter is running: no wakeup needed
         elif w.state == T_BLOCKED:
             if log is not None:
@@ -686,10 +732,11 @@ class Mutex(KernelLock):
             self._take(t, "fast")
             return self.model.cfg.atomic + _hold(cpu, t, op)
         self.stats.c[CONTENDED] += 1
-        t.data["lk_op"] = op
+        lw = _lw(t)
+        lw.op = op
         o = self.owner
         if self.mainline and o is not None and o.on_cpu:
-            t.data["spin_owner"] = o
+            lw.spin_owner = o
             self._start_spin(t, self.spinners, 0)
             t.post = self._spin_post
             return SPIN_QUANTUM
@@ -706,18 +753,19 @@ class Mutex(KernelLock):
 
     def _spin_post(self, cpu: CPU, t: Task) -> int:
         o = self.owner
-        d = t.data
-        if o is d["spin_owner"] and o is not None and o.on_cpu:
+        lw = t.lockw
+        if o is lw.spin_owner and o is not None and o.on_cpu:
             t.post = self._spin_post
             return SPIN_QUANTUM
         self._stop_spin(t, self.spinners)
         if o is t or (o is None and not self.handoff):
             if o is None:
                 self._take(t, "spin")
-            op: Lock = d.pop("lk_op")
+            op: Lock = lw.op
+            lw.op = None
             return self.model.cfg.atomic + _hold(cpu, t, op)
         if o is not None and o.on_cpu and t not in self.waiters:
-            d["spin_owner"] = o
+            lw.spin_owner = o
             self._start_spin(t, self.spinners, 0)
             t.post = self._spin_post
             return SPIN_QUANTUM
@@ -742,9 +790,14 @@ class Mutex(KernelLock):
                 self._take(t, "slow")
             elif t in self.waiters:
                 self.waiters.remove(t)
-            op: Lock = t.data.pop("lk_op")
+            lw = t.lockw
+            op: Lock = lw.op
+            lw.op = None
             return self.model.cfg.mutex_slowpath + _hold(cpu, t, op)
-        if t.data.pop("woken", False):
+        lw = t.lockw
+        woken = lw.woken
+        lw.woken = False
+        if woken:
             self.stats.c[WASTED_WAKEUPS] += 1
             if self.mainline and self.waiters and self.waiters[0] is t:
                 self.handoff = True  # __mutex_lock_common: the first waiter asks for a handoff
@@ -769,7 +822,7 @@ class Mutex(KernelLock):
         else:
             self.owner = None
         if w.state == T_BLOCKED:
-            w.data["woken"] = True
+            w.lockw.woken = True
             log = m.log
             if log is not None:
                 log.append(("wake", m.env._now, self.name, w.tid, ""))
@@ -870,11 +923,11 @@ class LockModel:
     # -- services for the lock classes
     def notice(self, t: Task) -> None:
         """A spinner sees the lock word change after a cache-line transfer."""
-        self.m.call_at(self.cfg.cacheline, self._end_spin, t, t.data["spin_tok"])
+        self.m.call_at(self.cfg.cacheline, self._end_spin, t, t.lockw.spin_tok)
 
     def _end_spin(self, t: Task, tok: int) -> None:
-        d = t.data
-        if d.get("spinning") and d["spin_tok"] == tok:
+        w = t.lockw
+        if w.spinning and w.spin_tok == tok:
             self.m.end_segment(t)
 
     def hook_switch(self) -> None:
@@ -915,7 +968,8 @@ class LockModel:
         if log is not None:
             log.append(("prio", self.m.now, "", t.tid, prio))
         self.m.set_prio(t, prio)
-        blocked = t.data.get("blocked_on")
+        lw = t.lockw
+        blocked = lw.blocked_on if lw is not None else None
         if blocked is not None and depth < self.cfg.max_lock_depth:
             blocked.requeue(t)
             o = blocked.owner
