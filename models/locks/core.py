@@ -840,7 +840,10 @@ class PerCpuLock:
     def __init__(self, name: str, locks: list[KernelLock]) -> None:
         self.name = name
         self.locks = locks
-        self.held: dict[int, KernelLock] = {}  # task id -> the CPU's lock it took
+        # task id -> the CPU's lock it took last: valid while it holds it (an entry is
+        # overwritten, never removed: no dict churn on every operation; a release without the
+        # lock still fails in an exclusive lock's release, which removes it from ``Task.held``)
+        self.held: dict[int, KernelLock] = {}
 
     def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:
         real = self.locks[cpu.index]
@@ -848,7 +851,7 @@ class PerCpuLock:
         return real.acquire(cpu, t, op)
 
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
-        return self.held.pop(t.tid).release(cpu, t, op)
+        return self.held[t.tid].release(cpu, t, op)
 
 
 class LockModel:
