@@ -122,12 +122,15 @@ class LockWait:
     first contends (:func:`_lw`); slots rather than ``task.data`` (read at every contended
     operation)."""
 
-    __slots__ = ("op", "ul_op", "wkey", "blocked_on", "granted", "grant_t", "spinning", "spin_tok", "spin_t0", "spin_owner", "woken")
+    __slots__ = (
+        "op", "ul_op", "wkey", "blocked_on", "granted", "grant_t", "spinning", "spin_tok", "spin_t0",
+        "spin_owner", "woken",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.op: Any = None  # the Lock whose acquisition is in progress
         self.ul_op: Any = None  # the Unlock whose slow release is in progress
-        self.wkey: tuple[int, int, Task] | None = None  # its entry in an rt-mutex's waiters
+        self.wkey: Any = None  # its (-prio, seq, task) entry in an rt-mutex's waiters
         self.blocked_on: RtMutex | None = None  # the rt-mutex it is queued on
         self.granted = False  # made pending owner, has not run since
         self.grant_t = 0
