@@ -219,7 +219,7 @@ class KernelLock:
         self.since = now
 
     def _start_spin(self, t: Task, spinners: list[Task], delay: int) -> None:
-        w = _lw(t)
+        w = t.lockw  # made by the contended acquire that led here
         w.spinning = True
         w.spin_tok += 1
         w.spin_t0 = self.model.env._now + delay
@@ -396,7 +396,7 @@ class RtMutex(KernelLock):
         key = (-t.prio, m.seq, t)
         if key[0]:
             m.pi_waiters = True
-        lw = _lw(t)
+        lw = t.lockw  # made by the contended acquire (_slow is its only way here)
         lw.wkey = key
         lw.blocked_on = self
         w = self.waiters
@@ -438,7 +438,7 @@ class RtMutex(KernelLock):
         o = self.owner
         m = self.model
         if o is None:
-            lw = _lw(t)
+            lw = t.lockw  # made by the contended acquire (_slow is its only way here)
             if lw.blocked_on is self:  # queued(t): _dequeue(t), inlined
                 self.waiters.remove(lw.wkey)
                 lw.wkey = None
@@ -482,7 +482,7 @@ class RtMutex(KernelLock):
         self.pending = False
         if self.queued(t):
             self._dequeue(t)
-        _lw(t).granted = False
+        t.lockw.granted = False
         self._took(t, "steal")
         m.adjust_prio(o, 0)
         m.adjust_prio(t, 0)
