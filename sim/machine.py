@@ -998,14 +998,30 @@ class CPU:
             # kernel/sched/core.c context_switch(): switch_mm_irqs_off only when next has an mm
             # and it is not the one the CPU is on (a kernel thread keeps the borrowed one)
             self.active_mm = mm
-            if costs.mm_switch:  # apply(0) is 0 and draws nothing: not called then
-                cost += jit.apply(costs.mm_switch)
+            ns = costs.mm_switch
+            if ns > 0:  # cost += jit.apply(ns), inlined (apply draws nothing for 0)
+                try:
+                    v = (ns * jit.pop()).__trunc__()
+                except IndexError:
+                    jit.refill()
+                    v = (ns * jit.pop()).__trunc__()
+                cost += v if v > 0 else 1
+            else:
+                cost += ns  # apply(ns) is ns for ns <= 0
             asids = self.asids
             if mm not in asids:  # choose_new_asid: a new slot, need_flush
                 asids[self.next_asid] = mm
                 self.next_asid = (self.next_asid + 1) % TLB_NR_DYN_ASIDS
-                if costs.asid_miss:
-                    cost += jit.apply(costs.asid_miss)
+                ns = costs.asid_miss
+                if ns > 0:  # cost += jit.apply(ns), inlined
+                    try:
+                        v = (ns * jit.pop()).__trunc__()
+                    except IndexError:
+                        jit.refill()
+                        v = (ns * jit.pop()).__trunc__()
+                    cost += v if v > 0 else 1
+                else:
+                    cost += ns
         index = self.index
         if nxt.ran_cpu != index:
             if nxt.ran_cpu >= 0:
