@@ -33,7 +33,7 @@ Time is integer nanoseconds. Nothing here is global: a Machine owns everything i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from heapq import heapify, heappop, heappush, heappushpop
+from heapq import heapify, heappop, heappush, heapreplace
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -120,7 +120,7 @@ class Env(simpy.Environment):
 
     def _loop(self, once: bool) -> None:
         queue: list[Any] = self._queue  # type: ignore[assignment]
-        pop, push, pushpop, next_eid = heappop, heappush, heappushpop, self._eid.__next__
+        pop, push, replace, next_eid = heappop, heappush, heapreplace, self._eid.__next__
         cpu_cls, irq_cls, call_cls, tick_cls, cpuwork_cls = CPU, _Irq, _Call, _Tick, CpuWork
         normal, blocked, user_st, kernel_st, bound = NORMAL, BLOCKED, USER, KERNEL, run_bound
         nxt: Any = None  # the next heap entry, already popped (see the end of a segment's step)
@@ -219,23 +219,26 @@ class Env(simpy.Environment):
                         ev.seg_active = True
                         ev.action = None
                         eid = next_eid()
+                        at = now + r
                         if once:
                             ev.act_eid = eid
-                            push(queue, (now + r, normal, eid, ev))
+                            push(queue, (at, normal, eid, ev))
                             break
-                        # Push this segment's end and pop the next event in one heap
-                        # operation (the order is the heap's; the entry takes its event id as
-                        # a push would, so the result is the same). If it is the next event
-                        # itself (nothing in the heap comes before it), go on to it at once.
-                        entry = (now + r, normal, eid, ev)
-                        nxt = pushpop(queue, entry)
-                        if nxt is entry:
-                            nxt = None
-                            now = self._now = entry[0]
-                            action = None
-                            continue
-                        ev.act_eid = eid
-                        break
+                        if queue and queue[0][0] <= at:
+                            # The heap's first entry comes before this segment's end (at the
+                            # same time it has a lower priority or an older id): push the end
+                            # and pop that entry in one heap operation (heapreplace is
+                            # heappushpop when the first entry is the smaller).
+                            nxt = replace(queue, (at, normal, eid, ev))
+                            ev.act_eid = eid
+                            break
+                        # This segment's end is the next event (nothing in the heap comes
+                        # before it): go on to it at once instead of through the heap. Its
+                        # event id is spent as a push would, so the order and the result are
+                        # the heap's.
+                        now = self._now = at
+                        action = None
+                        continue
                     elif r == blocked:
                         t.state = T_BLOCKED
                         ev._schedule()
