@@ -110,7 +110,7 @@ def install_channel_ops(m: Machine) -> None:
     wake_one's work inline; paged and unpaged channels get their own closures.
     """
     jit = m.jitter("pipe")
-    apply, pop, refill = jit.apply, jit.pop, jit.refill
+    pop, refill = jit.pop, jit.refill
     env = m.env
     wake = m.wake
     costs = m.costs
@@ -233,7 +233,18 @@ def install_channel_ops(m: Machine) -> None:
             t.post = recv_retry
             ch.readers.waiters.append(t)
             return BLOCKED
-        return take(cpu, t, ch, apply(pipe_recv))
+        # cost = apply(pipe_recv), inlined (see Jitter)
+        if pipe_recv <= 0:
+            cost = pipe_recv
+        else:
+            try:
+                cost = (pipe_recv * pop()).__trunc__()
+            except IndexError:
+                refill()
+                cost = (pipe_recv * pop()).__trunc__()
+            if cost <= 0:
+                cost = 1
+        return take(cpu, t, ch, cost)
 
     def h_recv(cpu: CPU, t: Task, op: Recv) -> int:
         # pipe_read looks for data on entry: entry and copy are one span of CPU time

@@ -33,17 +33,17 @@ Time is integer nanoseconds. Nothing here is global: a Machine owns everything i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from heapq import heapify, heappop, heappush
+from heapq import heapify, heappop, heappush, heapreplace
 from typing import TYPE_CHECKING, Any
 
 import simpy
 from simpy.core import EmptySchedule, StopSimulation
 
 from .errors import ScenarioError
-from .ops import BLOCKED, Call, CpuWork, Op, Script, ScriptFactory, Sleep, Spawn, Syscall, WaitChild, Yield
+from .ops import BLOCKED, Call, CpuWork, Op, Script, ScriptFactory, Sleep, Spawn, Syscall, WaitChild, Yield, run_bound
 from .params import Costs, KernelConfig, MachineConfig
 from .rng import Jitter, Streams
-from .stats import LogHistogram
+from .stats import FLUSH, LogHistogram
 from .task import BLOCKED as T_BLOCKED
 from .task import DONE, RUNNABLE, Task
 
@@ -120,13 +120,18 @@ class Env(simpy.Environment):
 
     def _loop(self, once: bool) -> None:
         queue: list[Any] = self._queue  # type: ignore[assignment]
-        pop, push, next_eid = heappop, heappush, self._eid.__next__
+        pop, push, replace, next_eid = heappop, heappush, heapreplace, self._eid.__next__
         cpu_cls, irq_cls, call_cls, tick_cls, cpuwork_cls = CPU, _Irq, _Call, _Tick, CpuWork
-        normal, blocked, user_st, kernel_st = NORMAL, BLOCKED, USER, KERNEL
+        normal, blocked, user_st, kernel_st, bound = NORMAL, BLOCKED, USER, KERNEL, run_bound
+        nxt: Any = None  # the next heap entry, already popped (see the end of a segment's step)
         while True:
-            if not queue:
-                raise EmptySchedule
-            now, _, eid, ev = pop(queue)
+            if nxt is None:
+                if not queue:
+                    raise EmptySchedule
+                now, _, eid, ev = pop(queue)
+            else:
+                now, _, eid, ev = nxt
+                nxt = None
             self._now = now
             cls = ev.__class__
             if cls is cpu_cls:
@@ -136,98 +141,110 @@ class Env(simpy.Environment):
                     continue
                 ev.act_eid = -1
                 action = ev.action
-                if action is None:
-                    # the end of a run segment (inlined here: the hottest event)
-                    t = ev.curr
-                    ev.seg_active = False
-                    ns = t.remaining
-                    t.run_ns += ns
-                    if not t.prio:
-                        if t.vcredit:
-                            ns = t.eevdf_uncredited(ns)
-                        t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
-                    t.remaining = 0
-                    if ev.irqs or ev.softirq_pending or ev.need_resched:
-                        ev._dispatch()
-                        if once:
-                            return
-                        continue
-                elif action is ev._dispatch_b:
-                    # _dispatch after a switch or an irq, inlined for its usual outcome: the
-                    # current task goes on at an op boundary (or with its retry, ``post``)
-                    t = ev.curr
-                    if t is None or ev.irqs or ev.softirq_pending or ev.need_resched or t.remaining > 0:
-                        action()
-                        if once:
-                            return
-                        continue
-                else:
-                    action()
-                    if once:
-                        return
-                    continue
-                # The next step of the task, inlined for its usual outcomes (CPU time, or a
-                # block); anything else goes on in _run_ops, which starts at an op boundary.
-                post = t.post
-                if post is not None:
-                    t.post = None
-                    r = post(ev, t)
-                    user = False
-                    st = kernel_st
-                    if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
-                        # an op boundary with nothing pending: _run_ops's first step,
-                        # inlined (the next op)
-                        post = None
-                if post is None:
-                    try:
-                        op = t.script.send(t.retval)
-                    except StopIteration:
-                        end = t.on_end
-                        if end is None:
-                            ev._exit(t)
-                            if once:
-                                return
-                            continue
-                        t.on_end = None
-                        op = end()
-                    t.retval = None
-                    op_type = op.__class__
-                    if op_type is cpuwork_cls:
-                        r = op.ns  # type: ignore[attr-defined]
-                        user = op.user  # type: ignore[attr-defined]
-                        st = user_st if user else kernel_st
+                while True:
+                    if action is None:
+                        # the end of a run segment (inlined here: the hottest event)
+                        t = ev.curr
+                        ev.seg_active = False
+                        ns = t.remaining
+                        t.run_ns += ns
+                        if not t.prio:
+                            if t.vcredit:
+                                ns = t.eevdf_uncredited(ns)
+                            t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
+                        t.remaining = 0
+                        if ev.irqs or ev.softirq_pending or ev.need_resched:
+                            ev._dispatch()
+                            break
+                    elif action is ev._dispatch_b:
+                        # _dispatch after a switch or an irq, inlined for its usual outcome: the
+                        # current task goes on at an op boundary (or with its retry, ``post``)
+                        t = ev.curr
+                        if t is None or ev.irqs or ev.softirq_pending or ev.need_resched or t.remaining > 0:
+                            action()
+                            break
                     else:
-                        try:
-                            h = ev._handlers[op_type]
-                        except KeyError:
-                            raise _no_handler(t, op_type) from None
-                        r = h(ev, t, op)
+                        action()
+                        break
+                    # The next step of the task, inlined for its usual outcomes (CPU time, or a
+                    # block); anything else goes on in _run_ops, which starts at an op boundary.
+                    post = t.post
+                    if post is not None:
+                        t.post = None
+                        r = post(ev, t)
                         user = False
                         st = kernel_st
-                if r > 0:
-                    # CPU._start_segment(t, r, user), inlined
-                    t.remaining = r
-                    t.seg_user = user
-                    ev.softirq_rounds = 0
-                    old = ev.state
-                    if old != st:
-                        if ev.m.tracer is None:
-                            ev.acc[old] += now - ev.since
-                            ev.state = st
-                            ev.since = now
+                        if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
+                            # an op boundary with nothing pending: _run_ops's first step,
+                            # inlined (the next op)
+                            post = None
+                    if post is None:
+                        try:
+                            op = t.script.send(t.retval)
+                        except StopIteration:
+                            end = t.on_end
+                            if end is None:
+                                ev._exit(t)
+                                break
+                            t.on_end = None
+                            op = end()
+                        t.retval = None
+                        op_type = op.__class__
+                        if op_type is cpuwork_cls:
+                            r = op.ns  # type: ignore[attr-defined]
+                            user = op.user  # type: ignore[attr-defined]
+                            st = user_st if user else kernel_st
                         else:
-                            ev._set_state(st)
-                    ev.seg_start = now
-                    ev.seg_active = True
-                    ev.action = None
-                    eid = next_eid()
-                    ev.act_eid = eid
-                    push(queue, (now + r, normal, eid, ev))
-                elif r == blocked:
-                    t.state = T_BLOCKED
-                    ev._schedule()
-                else:
-                    ev._run_ops(t)  # a zero-time step: the op loop goes on
+                            try:
+                                h = ev._handlers[op_type]
+                            except KeyError:
+                                raise _no_handler(t, op_type) from None
+                            r = op.run(ev, t, op) if h is bound else h(ev, t, op)  # type: ignore[attr-defined]
+                            user = False
+                            st = kernel_st
+                    if r > 0:
+                        # CPU._start_segment(t, r, user), inlined
+                        t.remaining = r
+                        t.seg_user = user
+                        ev.softirq_rounds = 0
+                        old = ev.state
+                        if old != st:
+                            if ev.m.tracer is None:
+                                ev.acc[old] += now - ev.since
+                                ev.state = st
+                                ev.since = now
+                            else:
+                                ev._set_state(st)
+                        ev.seg_start = now
+                        ev.seg_active = True
+                        ev.action = None
+                        eid = next_eid()
+                        at = now + r
+                        if once:
+                            ev.act_eid = eid
+                            push(queue, (at, normal, eid, ev))
+                            break
+                        if queue and queue[0][0] <= at:
+                            # The heap's first entry comes before this segment's end (at the
+                            # same time it has a lower priority or an older id): push the end
+                            # and pop that entry in one heap operation (heapreplace is
+                            # heappushpop when the first entry is the smaller).
+                            nxt = replace(queue, (at, normal, eid, ev))
+                            ev.act_eid = eid
+                            break
+                        # This segment's end is the next event (nothing in the heap comes
+                        # before it): go on to it at once instead of through the heap. Its
+                        # event id is spent as a push would, so the order and the result are
+                        # the heap's.
+                        now = self._now = at
+                        action = None
+                        continue
+                    elif r == blocked:
+                        t.state = T_BLOCKED
+                        ev._schedule()
+                    else:
+                        ev._run_ops(t)  # a zero-time step: the op loop goes on
+                    break
             elif cls is irq_cls:
                 ev.cpu.raise_irq(ev.cost, ev.fn)
             elif cls is call_cls:
@@ -616,7 +633,7 @@ class CPU:
                     h = handlers[op_type]
                 except KeyError:
                     raise _no_handler(t, op_type) from None
-                r = h(self, t, op)
+                r = op.run(self, t, op) if h is run_bound else h(self, t, op)  # type: ignore[attr-defined]
             if r > 0:
                 user = False
                 break
@@ -959,27 +976,62 @@ class CPU:
         nxt.on_cpu = True
         waited = now - nxt.wait_since
         nxt.wait_ns += waited
-        m.wake_latency.add(waited)
+        # m.wake_latency.add(waited), inlined (see LogHistogram.pending; waited is an int)
+        lat = m.wake_latency
+        pending = lat.pending
+        pending.append(waited)
+        if len(pending) >= FLUSH:
+            lat.flush()
         nxt.slice_exec = nxt.run_ns
         if eevdf:
             nxt.vprot = nxt.deadline  # set_protect_slice (RUN_TO_PARITY; every slice is the base slice)
-        cost = m.jit_sched.apply(m.costs.context_switch) + extra
+        jit = m.jit_sched
+        costs = m.costs
+        # cost = jit.apply(costs.context_switch), inlined (see Jitter: the same draw)
+        cost = costs.context_switch
+        if cost > 0:
+            try:
+                cost = (cost * jit.pop()).__trunc__()
+            except IndexError:
+                jit.refill()
+                cost = (costs.context_switch * jit.pop()).__trunc__()
+            if cost <= 0:
+                cost = 1
+        cost += extra
         mm = nxt.mm
         if mm and mm != self.active_mm:
             # kernel/sched/core.c context_switch(): switch_mm_irqs_off only when next has an mm
             # and it is not the one the CPU is on (a kernel thread keeps the borrowed one)
             self.active_mm = mm
-            cost += m.jit_sched.apply(m.costs.mm_switch)  # no draw when 0
+            ns = costs.mm_switch
+            if ns > 0:  # cost += jit.apply(ns), inlined (apply draws nothing for 0)
+                try:
+                    v = (ns * jit.pop()).__trunc__()
+                except IndexError:
+                    jit.refill()
+                    v = (ns * jit.pop()).__trunc__()
+                cost += v if v > 0 else 1
+            else:
+                cost += ns  # apply(ns) is ns for ns <= 0
             asids = self.asids
             if mm not in asids:  # choose_new_asid: a new slot, need_flush
                 asids[self.next_asid] = mm
                 self.next_asid = (self.next_asid + 1) % TLB_NR_DYN_ASIDS
-                cost += m.jit_sched.apply(m.costs.asid_miss)
+                ns = costs.asid_miss
+                if ns > 0:  # cost += jit.apply(ns), inlined
+                    try:
+                        v = (ns * jit.pop()).__trunc__()
+                    except IndexError:
+                        jit.refill()
+                        v = (ns * jit.pop()).__trunc__()
+                    cost += v if v > 0 else 1
+                else:
+                    cost += ns
         index = self.index
         if nxt.ran_cpu != index:
             if nxt.ran_cpu >= 0:
                 nxt.migrations += 1
-                cost += m.jit_sched.apply(m.costs.migration)
+                cost += jit.apply(costs.migration)
             nxt.ran_cpu = index
         nxt.cpu = index
         if eevdf and not nxt.prio:
@@ -1362,18 +1414,37 @@ class Machine:
             floor = tmin - self.sleeper_credit  # place_entity (GENTLE_FAIR_SLEEPERS: half the latency)
             if t.vruntime < floor:
                 t.vruntime = floor
-        target._enqueue(t)
+        # target._enqueue(t), inlined
+        self.seq += 1
+        seq = self.seq
+        t._rq_seq = seq
+        t.cpu = target.index
+        t.wait_since = self.env._now
+        heappush(target.rq, (0, -t.prio, seq, t) if t.prio else (1, t.vruntime, seq, t))
+        target.nr_queued += 1
         tracer = self.tracer
         if tracer is not None:
             tracer.instant(target.tid, f"wakeup {t.name}", self.env.now)
         sent = self._check_preempt(target, t, waker)
         if waker is None:
             return 0
-        apply = self.jit_sched.apply
+        jit = self.jit_sched
         costs = self.costs
-        cost = eevdf_cost if eevdf_cost >= 0 else apply(costs.wakeup)
+        if eevdf_cost >= 0:
+            cost = eevdf_cost
+        else:
+            # cost = jit.apply(costs.wakeup), inlined (see Jitter: the same draw)
+            cost = costs.wakeup
+            if cost > 0:
+                try:
+                    cost = (cost * jit.pop()).__trunc__()
+                except IndexError:
+                    jit.refill()
+                    cost = (costs.wakeup * jit.pop()).__trunc__()
+                if cost <= 0:
+                    cost = 1
         if sent:
-            cost += apply(costs.ipi_send)  # the waker sends the IPI
+            cost += jit.apply(costs.ipi_send)  # the waker sends the IPI
         return cost
 
     def _check_preempt(self, target: CPU, t: Task, waker: CPU | None) -> bool:
@@ -1391,10 +1462,17 @@ class Machine:
             preempt = True
         elif t.prio < curr.prio or t.prio:
             preempt = False
+        elif self.eevdf:
+            preempt = target.eevdf_wakeup_preempt(curr, t)
         else:
-            preempt = target.curr_vruntime() - t.vruntime > self.sched_wakeup_granularity
-            if self.eevdf:
-                preempt = target.eevdf_wakeup_preempt(curr, t)
+            # target.curr_vruntime() (curr is not None), inlined
+            v = curr.vruntime
+            if target.seg_active:
+                e = self.env._now - target.seg_start
+                if curr.vcredit:
+                    e = max(0, e - curr.vcredit)
+                v += e * 1024 // curr.weight
+            preempt = v - t.vruntime > self.sched_wakeup_granularity
         if preempt:
             target.need_resched = True
             if target is not waker and not target.resched_pending:
@@ -1443,10 +1521,12 @@ class Machine:
         cpus = self.cpus
         n = len(cpus)
         prev = cpus[t.cpu] if t.cpu >= 0 else (waker or cpus[0])
-        if t.affinity is not None and len(t.affinity) == 1:
-            return cpus[t.affinity[0]]
-        if not t.allowed(prev.index):
-            prev = cpus[t.affinity[0]]  # type: ignore[index]
+        aff = t.affinity
+        if aff is not None:
+            if len(aff) == 1:
+                return cpus[aff[0]]
+            if prev.index not in aff:  # not t.allowed(prev.index)
+                prev = cpus[aff[0]]
         if t.prio:
             # select_task_rq_rt: stay if the previous CPU runs something of lower priority
             pc = prev.curr
@@ -1463,7 +1543,6 @@ class Machine:
                 if cp < t.prio and cp < best_prio:
                     best, best_prio = c, cp
             return best
-        aff = t.affinity
         if self.wake_affine_weight:
             return self._select_cpu_weight(t, prev, waker, sync)
         if (

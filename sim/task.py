@@ -31,7 +31,7 @@ class Task:
         "kthread", "parent", "exit_waiters", "started", "wait_since", "last_ran",
         "run_ns", "wait_ns", "nvcsw", "nivcsw", "migrations", "wakeups", "ended", "data",
         "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec", "op", "pipe_waited", "on_end",
-        "deadline", "vlag", "vprot", "delayed", "vcredit", "mm", "load_avg", "load_t",
+        "deadline", "vlag", "vprot", "delayed", "vcredit", "mm", "load_avg", "load_t", "held", "lockw",
     )  # fmt: skip
 
     def __init__(
@@ -96,7 +96,11 @@ class Task:
         # of load_t, its last wakeup; a new task starts at its full weight (init_entity_runnable_average)
         self.load_avg = NICE_0_WEIGHT
         self.load_t = 0
-        self.data: dict[str, Any] = {}  # per-task state of models (lock nesting, reader state...)
+        self.data: dict[str, Any] = {}  # per-task state of models (reader state, lock waits...)
+        # the kernel locks it holds, in the order taken (models/locks; task_struct's held_locks
+        # of lockdep): a slot, not in ``data``, as it changes at every lock operation
+        self.held: list[Any] = []
+        self.lockw: Any = None  # its lock-wait state (models/locks LockWait), made when it first contends
         self._rq_seq = 0
         # scratch state of the op handlers, in slots rather than ``data`` (they run per message):
         self.op: Any = None  # the op a retry (``post``) completes (sim/channel.py)

@@ -159,7 +159,7 @@ def test_lock_invariants(sc):
     kind, decls, machine_cfg, lock_cfg, tasks, equal = sc
     m, lm, locks, ts, inside, problems = simulate(kind, decls, machine_cfg, lock_cfg, tasks)
     # no waiter is lost: everyone got every lock and finished; nothing is left held or queued
-    assert m.done.triggered, [(t.name, t.state, t.data.get("blocked_on")) for t in ts if t.state != DONE]
+    assert m.done.triggered, [(t.name, t.state, getattr(t.lockw, "blocked_on", None)) for t in ts if t.state != DONE]
     for lk in locks:
         assert lk.owner is None
         assert not getattr(lk, "waiters", None) and not getattr(lk, "spinners", None)

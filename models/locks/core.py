@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sim.ops import BLOCKED, Op
+from sim.ops import BLOCKED, BoundOp, run_bound
 from sim.task import BLOCKED as T_BLOCKED
 from sim.trace import MODEL_PID
 from sim.units import US
@@ -65,14 +65,16 @@ COUNTER_NAMES = (
 )
 
 
-class Lock(Op):
+class Lock(BoundOp):
     """``spin_lock`` / ``mutex_lock`` / ``rt_mutex_lock`` / ``read_lock`` of ``lock``, then
-    ``hold`` of work under it (ns, or ``fn(cpu, task) -> ns`` run when the lock is taken)."""
+    ``hold`` of work under it (ns, or ``fn(cpu, task) -> ns`` run when the lock is taken).
+    The engine calls ``lock.acquire`` directly (``run``, see :class:`sim.ops.BoundOp`)."""
 
     __slots__ = ("lock", "hold_ns", "hold_fn")
 
     def __init__(self, lock: KernelLock | PerCpuLock, hold: int | HoldFn = 0) -> None:
         self.lock = lock
+        self.run = lock.acquire
         self.hold_fn: HoldFn | None = None
         self.hold_ns = 0
         if callable(hold):
@@ -83,13 +85,15 @@ class Lock(Op):
             self.hold_ns = int(hold)
 
 
-class Unlock(Op):
-    """Release ``lock``, then ``after`` of work (ns, or ``fn(cpu, task) -> ns`` run at release)."""
+class Unlock(BoundOp):
+    """Release ``lock``, then ``after`` of work (ns, or ``fn(cpu, task) -> ns`` run at release).
+    The engine calls ``lock.release`` directly (``run``)."""
 
     __slots__ = ("lock", "after_ns", "after_fn")
 
     def __init__(self, lock: KernelLock | PerCpuLock, after: int | HoldFn = 0) -> None:
         self.lock = lock
+        self.run = lock.release
         self.after_fn: HoldFn | None = None
         self.after_ns = 0
         if callable(after):
@@ -111,6 +115,39 @@ class LockClassStats:
         self.c = [0] * len(COUNTER_NAMES)
 
 
+class LockWait:
+    """A task's state while it waits for or spins on a lock: the kernel's rt_mutex_waiter
+    (``wkey``, ``blocked_on``), the -rt pending-owner marks (``granted``, ``grant_t``), the
+    pending operation and the spin bookkeeping. One per task (``Task.lockw``), made when it
+    first contends (:func:`_lw`); slots rather than ``task.data`` (read at every contended
+    operation)."""
+
+    __slots__ = (
+        "op", "ul_op", "wkey", "blocked_on", "granted", "grant_t", "spinning", "spin_tok", "spin_t0",
+        "spin_owner", "woken",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.op: Any = None  # the Lock whose acquisition is in progress
+        self.ul_op: Any = None  # the Unlock whose slow release is in progress
+        self.wkey: Any = None  # its (-prio, seq, task) entry in an rt-mutex's waiters
+        self.blocked_on: RtMutex | None = None  # the rt-mutex it is queued on
+        self.granted = False  # made pending owner, has not run since
+        self.grant_t = 0
+        self.spinning = False
+        self.spin_tok = 0
+        self.spin_t0 = 0
+        self.spin_owner: Task | None = None
+        self.woken = False  # woken by a mutex release
+
+
+def _lw(t: Task) -> LockWait:
+    w = t.lockw
+    if w is None:
+        w = t.lockw = LockWait()
+    return w
+
+
 def _hold(cpu: CPU, t: Task, op: Lock) -> int:
     fn = op.hold_fn
     return op.hold_ns if fn is None else fn(cpu, t)
@@ -121,20 +158,13 @@ def _after(cpu: CPU, t: Task, op: Unlock) -> int:
     return op.after_ns if fn is None else fn(cpu, t)
 
 
-def _held(t: Task) -> list[KernelLock]:
-    h = t.data.get("held")
-    if h is None:
-        h = t.data["held"] = []
-    return h
-
-
 class KernelLock:
     """Base of the lock implementations: an owner, counters, and the model's services."""
 
     __slots__ = ("model", "name", "stats", "owner", "since", "track", "idx")
     kind = "lock"
 
-    def __init__(self, model: LockModel, name: str, stats: LockClassStats) -> None:
+    def __init__(self, model: LockModel, name: str, stats: LockClassStats, spins: bool = True) -> None:
         self.model = model
         self.name = name
         self.stats = stats
@@ -142,7 +172,9 @@ class KernelLock:
         self.since = 0  # when the current owner (or pending owner) got the lock, if tracing
         self.track = 0  # its trace track, made on first use
         self.idx = len(model.locks)  # creation order: the tracks' order
-        if not model.switch_hooked:
+        # the context-switch hook notices the spinners of a switched-out owner's locks: only a
+        # lock that can have spinners (``spins``) needs it
+        if spins and not model.switch_hooked:
             model.hook_switch()
 
     def __repr__(self) -> str:
@@ -157,12 +189,7 @@ class KernelLock:
     def _took(self, t: Task, how: str) -> None:
         self.owner = t
         self.stats.c[ACQUIRED] += 1
-        d = t.data
-        held = d.get("held")
-        if held is None:
-            d["held"] = [self]
-        else:
-            held.append(self)
+        t.held.append(self)
         m = self.model
         log = m.log
         if log is not None:
@@ -171,7 +198,7 @@ class KernelLock:
             self.since = m.env._now
 
     def _dropped(self, t: Task) -> None:
-        t.data["held"].remove(self)
+        t.held.remove(self)
         m = self.model
         log = m.log
         if log is not None:
@@ -192,20 +219,20 @@ class KernelLock:
         self.since = now
 
     def _start_spin(self, t: Task, spinners: list[Task], delay: int) -> None:
-        d = t.data
-        d["spinning"] = True
-        d["spin_tok"] = d.get("spin_tok", 0) + 1
-        d["spin_t0"] = self.model.env._now + delay
+        w = t.lockw  # made by the contended acquire that led here
+        w.spinning = True
+        w.spin_tok += 1
+        w.spin_t0 = self.model.env._now + delay
         spinners.append(t)
         self.stats.c[SPINS] += 1
 
     def _stop_spin(self, t: Task, spinners: list[Task]) -> None:
-        d = t.data
-        if d.get("spinning"):
-            d["spinning"] = False
+        w = t.lockw
+        if w is not None and w.spinning:
+            w.spinning = False
             if t in spinners:
                 spinners.remove(t)
-            self.stats.c[SPIN_NS] += max(0, self.model.env._now - d["spin_t0"])
+            self.stats.c[SPIN_NS] += max(0, self.model.env._now - w.spin_t0)
 
 
 class RawSpinLock(KernelLock):
@@ -227,12 +254,7 @@ class RawSpinLock(KernelLock):
             # _took(t, "fast"), inlined
             self.owner = t
             self.stats.c[ACQUIRED] += 1
-            d = t.data
-            held = d.get("held")
-            if held is None:
-                d["held"] = [self]
-            else:
-                held.append(self)
+            t.held.append(self)
             m = self.model
             if m.log is not None:
                 m.log.append(("acquire", m.env._now, self.name, t.tid, "fast"))
@@ -241,7 +263,7 @@ class RawSpinLock(KernelLock):
             fn = op.hold_fn
             return m.atomic + (op.hold_ns if fn is None else fn(cpu, t))
         self.stats.c[CONTENDED] += 1
-        t.data["lk_op"] = op
+        _lw(t).op = op
         self._start_spin(t, self.spinners, 0)
         t.post = self._spin_post
         return SPIN_QUANTUM
@@ -251,11 +273,13 @@ class RawSpinLock(KernelLock):
             t.post = self._spin_post
             return SPIN_QUANTUM
         self._stop_spin(t, self.spinners)
-        op: Lock = t.data.pop("lk_op")
+        w = t.lockw
+        op: Lock = w.op
+        w.op = None
         return self.model.cfg.atomic + _hold(cpu, t, op)
 
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
-        t.data["held"].remove(self)  # _dropped, inlined
+        t.held.remove(self)  # _dropped, inlined
         m = self.model
         if m.log is not None:
             m.log.append(("release", m.env._now, self.name, t.tid, ""))
@@ -287,7 +311,7 @@ class SharedReadLock(KernelLock):
     kind = "rwlock_shared"
 
     def __init__(self, model: LockModel, name: str, stats: LockClassStats, sleeping: bool) -> None:
-        super().__init__(model, name, stats)
+        super().__init__(model, name, stats, spins=False)
         self.readers = 0
         self.sleeping = sleeping
 
@@ -350,7 +374,7 @@ class RtMutex(KernelLock):
     def __init__(
         self, model: LockModel, name: str, stats: LockClassStats, lateral: bool, adaptive: bool, top_spin: bool = False
     ) -> None:
-        super().__init__(model, name, stats)
+        super().__init__(model, name, stats, spins=adaptive)  # only adaptive waiters spin (_wait)
         self.pending = False
         # (-prio, seq, task): plist order. A deque: the top waiter leaves from the front and a
         # newcomer of the lowest priority joins at the back, both O(1) with hundreds queued.
@@ -370,9 +394,11 @@ class RtMutex(KernelLock):
         m = self.model
         m.seq += 1
         key = (-t.prio, m.seq, t)
-        d = t.data
-        d["wkey"] = key
-        d["blocked_on"] = self
+        if key[0]:
+            m.pi_waiters = True
+        lw = t.lockw  # made by the contended acquire (_slow is its only way here)
+        lw.wkey = key
+        lw.blocked_on = self
         w = self.waiters
         if not w or w[-1][0] <= key[0]:
             w.append(key)  # where insort puts it: its seq is the newest
@@ -386,44 +412,50 @@ class RtMutex(KernelLock):
             m.adjust_prio(o, 0)
 
     def _dequeue(self, t: Task) -> None:
-        self.waiters.remove(t.data.pop("wkey"))
-        t.data["blocked_on"] = None
+        lw = t.lockw
+        self.waiters.remove(lw.wkey)
+        lw.wkey = None
+        lw.blocked_on = None
 
     def requeue(self, t: Task) -> None:
         """``t``'s priority changed while it waits here: move it (plist re-add)."""
-        self.waiters.remove(t.data["wkey"])
+        lw = t.lockw
+        self.waiters.remove(lw.wkey)
         self.model.seq += 1
         key = (-t.prio, self.model.seq, t)
-        t.data["wkey"] = key
+        if key[0]:
+            self.model.pi_waiters = True
+        lw.wkey = key
         bisect.insort(self.waiters, key)
 
     def queued(self, t: Task) -> bool:
-        return t.data.get("blocked_on") is self
+        lw = t.lockw
+        return lw is not None and lw.blocked_on is self
 
     # -- taking
-    def _stealable(self, t: Task, pend: Task) -> bool:
-        if t.prio > pend.prio:
-            return True
-        return self.lateral and t.prio == pend.prio and not t.prio  # equal and not RT (lock_is_stealable)
-
     def _try_take(self, t: Task) -> bool:
         """do_try_to_take_rt_mutex under wait_lock."""
         o = self.owner
         m = self.model
         if o is None:
-            if self.queued(t):
-                self._dequeue(t)
+            lw = t.lockw  # made by the contended acquire (_slow is its only way here)
+            if lw.blocked_on is self:  # queued(t): _dequeue(t), inlined
+                self.waiters.remove(lw.wkey)
+                lw.wkey = None
+                lw.blocked_on = None
             self.pending = False
-            t.data["granted"] = False
+            lw.granted = False
             self._took(t, "slow")
-            m.adjust_prio(t, 0)
+            if m.pi_waiters or t.prio != t.base_prio:  # else adjust_prio(t) changes nothing
+                m.adjust_prio(t, 0)
             return True
         if not self.pending:
             return False
         if o is t:
             self.pending = False
-            t.data["granted"] = False
-            self.stats.c[PENDING_NS] += m.env._now - t.data["grant_t"]
+            lw = t.lockw
+            lw.granted = False
+            self.stats.c[PENDING_NS] += m.env._now - lw.grant_t
             log = m.log
             if log is not None:
                 log.append(("acquire", m.env._now, self.name, t.tid, "pending"))
@@ -431,7 +463,8 @@ class RtMutex(KernelLock):
                 self._trace_span(f"pending {t.name}", "lock_pending")
             self.stats.c[ACQUIRED] += 1
             return True
-        if not self._stealable(t, o):
+        # may t steal? a higher priority, or with lateral stealing an equal non-RT one (lock_is_stealable)
+        if t.prio <= o.prio and not (self.lateral and t.prio == o.prio and not t.prio):
             return False
         # steal from the pending owner, which has not run yet (try_to_steal_lock)
         c = self.stats.c
@@ -445,11 +478,11 @@ class RtMutex(KernelLock):
         if tracer is not None:
             tracer.instant(m.m.cpus[t.cpu].tid, f"steal {self.name}", m.env._now)
             self._trace_span(f"pending {o.name} (robbed by {t.name})", "lock_pending")
-        o.data["held"].remove(self)
+        o.held.remove(self)
         self.pending = False
         if self.queued(t):
             self._dequeue(t)
-        t.data["granted"] = False
+        t.lockw.granted = False
         self._took(t, "steal")
         m.adjust_prio(o, 0)
         m.adjust_prio(t, 0)
@@ -461,12 +494,7 @@ class RtMutex(KernelLock):
             # _took(t, "fast"), inlined (the uncontended lock: most operations)
             self.owner = t
             self.stats.c[ACQUIRED] += 1
-            d = t.data
-            held = d.get("held")
-            if held is None:
-                d["held"] = [self]
-            else:
-                held.append(self)
+            t.held.append(self)
             if m.log is not None:
                 m.log.append(("acquire", m.env._now, self.name, t.tid, "fast"))
             if m.tracer is not None:
@@ -474,30 +502,35 @@ class RtMutex(KernelLock):
             fn = op.hold_fn
             return m.atomic + (op.hold_ns if fn is None else fn(cpu, t))
         self.stats.c[CONTENDED] += 1
-        t.data["lk_op"] = op
+        _lw(t).op = op
         return self._slow(cpu, t, m.rt_slowpath)
 
-    def _slow(self, cpu: CPU, t: Task, cost: int) -> int:
+    def _slow(self, cpu: CPU, t: Task, cost: int = -1) -> int:
         """One pass of rt_spin_lock_slowlock / rt_mutex_slowlock under wait_lock: take or
-        steal, else queue; then (after ``cost``) :meth:`_wait`."""
+        steal, else queue; then (after ``cost``, by default ``rt_slowpath``) :meth:`_wait`.
+        Also the continuation of a woken waiter (``post``: its pass after the wakeup)."""
+        if cost < 0:
+            cost = self.model.rt_slowpath
         if self.unlocking is not None and self.unlocking is not t:
             # spin_lock_irqsave(&lock->wait_lock): a releaser's slow pass holds it
             t.preempt_count += 1
-            d = t.data
-            d["spinning"] = True
-            d["spin_tok"] = d.get("spin_tok", 0) + 1
+            lw = t.lockw
+            lw.spinning = True
+            lw.spin_tok += 1
             self.wl_spinners.append(t)
             t.post = self._wl_spin_post
             return SPIN_QUANTUM
-        if self._try_take(t):
-            op: Lock = t.data.pop("lk_op")
+        lw = t.lockw
+        # _try_take(t); an owned lock without a pending owner is not taken (tested here first)
+        if (self.pending or self.owner is None) and self._try_take(t):
+            op: Lock = lw.op
+            lw.op = None
             fn = op.hold_fn
             return cost + (op.hold_ns if fn is None else fn(cpu, t))
-        d = t.data
-        if d.get("granted"):  # woken as pending owner, robbed before it ran
-            d["granted"] = False
+        if lw.granted:  # woken as pending owner, robbed before it ran
+            lw.granted = False
             self.stats.c[WASTED_WAKEUPS] += 1
-        if not self.queued(t):
+        if lw.blocked_on is not self:  # not queued(t)
             self._enqueue(t)
         t.post = self._wait
         return cost
@@ -505,11 +538,11 @@ class RtMutex(KernelLock):
     def _wait(self, cpu: CPU, t: Task) -> int:
         """wait_lock dropped: spin while the owner runs (adaptive_wait) or sleep."""
         o = self.owner
-        if o is t or o is None or not self.queued(t):
+        if o is t or o is None or t.lockw.blocked_on is not self:  # ... or not queued(t)
             # granted (or robbed, or released) meanwhile: go round the loop again, no sleep
             return self._slow(cpu, t, self.model.rt_slowpath)
         if self.adaptive and o.on_cpu and (not self.top_spin or self._may_spin(cpu, t)):
-            t.data["spin_owner"] = o
+            t.lockw.spin_owner = o
             self._start_spin(t, self.spinners, 0)
             t.post = self._spin_post
             return SPIN_QUANTUM
@@ -521,7 +554,7 @@ class RtMutex(KernelLock):
         log = m.log
         if log is not None:
             log.append(("sleep", m.env._now, self.name, t.tid, o.on_cpu, self.adaptive))
-        t.post = self._wake_post
+        t.post = self._slow  # the wakeup's pass (rt_slowpath)
         return BLOCKED
 
     def _may_spin(self, cpu: CPU, t: Task) -> bool:
@@ -531,27 +564,24 @@ class RtMutex(KernelLock):
     def _spin_post(self, cpu: CPU, t: Task) -> int:
         """adaptive_wait's loop: granted, owner changed, or owner off its CPU."""
         o = self.owner
-        d = t.data
-        if self.top_spin and o is d["spin_owner"] and o is not t and cpu.need_resched:
+        so = t.lockw.spin_owner
+        if self.top_spin and o is so and o is not t and cpu.need_resched:
             self._stop_spin(t, self.spinners)
             return self._sleep(t, o)  # rtmutex_spin_on_owner: need_resched() ends the spin, schedule()
-        if o is d["spin_owner"] and o is not t and o is not None and o.on_cpu:
+        if o is so and o is not t and o is not None and o.on_cpu:
             t.post = self._spin_post
             return SPIN_QUANTUM
         self._stop_spin(t, self.spinners)
-        if o is t or o is not d["spin_owner"]:
+        if o is t or o is not so:
             return self._slow(cpu, t, self.model.rt_slowpath)
         return self._wait(cpu, t)  # "owner went to bed, so should we"
-
-    def _wake_post(self, cpu: CPU, t: Task) -> int:
-        return self._slow(cpu, t, self.model.rt_slowpath)
 
     def _wl_spin_post(self, cpu: CPU, t: Task) -> int:
         """Spinning on wait_lock: go on until the releaser drops it, then do the pass."""
         if self.unlocking is not None:
             t.post = self._wl_spin_post
             return SPIN_QUANTUM
-        t.data["spinning"] = False
+        t.lockw.spinning = False
         t.preempt_count -= 1
         return self._slow(cpu, t, self.model.rt_slowpath)
 
@@ -566,13 +596,16 @@ class RtMutex(KernelLock):
             # wake_up_q) comes after wait_lock is dropped. 2.6.24-rt (rt_spin_lock_slowunlock,
             # rt_mutex_slowunlock): wakeup_next_waiter sets the pending owner and wakes it at
             # the end of the pass, wait_lock held (with interrupts off) until the wakeup is done.
-            t.data["ul_op"] = op
+            lw = t.lockw
+            if lw is None:
+                lw = t.lockw = LockWait()
+            lw.ul_op = op
             t.post = self._unlock_post
             if not self.top_spin:
                 t.preempt_count += 1
                 self.unlocking = t
             return m.cfg.rt_slowpath
-        t.data["held"].remove(self)  # _dropped, inlined (the uncontended unlock)
+        t.held.remove(self)  # _dropped, inlined (the uncontended unlock)
         if m.log is not None:
             m.log.append(("release", m.env._now, self.name, t.tid, ""))
         if m.tracer is not None:
@@ -586,8 +619,16 @@ class RtMutex(KernelLock):
 
     def _unlock_post(self, cpu: CPU, t: Task) -> int:
         """The slow unlock's pass is done; hand the lock to the top waiter now."""
-        op: Unlock = t.data.pop("ul_op")
-        self._dropped(t)
+        lw = t.lockw
+        op: Unlock = lw.ul_op
+        lw.ul_op = None
+        # _dropped(t), inlined
+        t.held.remove(self)
+        m = self.model
+        if m.log is not None:
+            m.log.append(("release", m.env._now, self.name, t.tid, ""))
+        if m.tracer is not None:
+            self._trace_span(t.name, "lock")
         if not self.waiters:  # pragma: no cover - waiters only leave with the lock
             self.owner = None
             self.pending = False
@@ -596,15 +637,25 @@ class RtMutex(KernelLock):
         if self.top_spin:
             return self._handoff(cpu, t, op)
         cost = self._handoff(cpu, t, None)
-        t.data["ul_op"] = op
+        lw.ul_op = op
         t.post = self._unlock_done
         return cost
 
     def _unlock_done(self, cpu: CPU, t: Task) -> int:
         """2.6.24-rt: the wakeup under wait_lock is done; drop wait_lock, then ``after``."""
-        op: Unlock = t.data.pop("ul_op")
-        self._wl_drop(t)
-        return _after(cpu, t, op)
+        lw = t.lockw
+        op: Unlock = lw.ul_op
+        lw.ul_op = None
+        if self.unlocking is t:  # _wl_drop(t), inlined
+            self.unlocking = None
+            t.preempt_count -= 1
+            spinners = self.wl_spinners
+            if spinners:
+                for s in spinners:
+                    self.model.notice(s)
+                spinners.clear()
+        fn = op.after_fn
+        return op.after_ns if fn is None else fn(cpu, t)
 
     def _wl_drop(self, t: Task) -> None:
         if self.unlocking is t:
@@ -620,22 +671,26 @@ class RtMutex(KernelLock):
         ``op``'s ``after`` unless ``op`` is None)."""
         m = self.model
         cost = 0
-        w = self.waiters[0][2]
-        self._dequeue(w)
+        # the top waiter leaves the queue (_dequeue(w), inlined: its key is the first)
+        w = self.waiters.popleft()[2]
+        lw = w.lockw
+        lw.wkey = None
+        lw.blocked_on = None
         self.owner = w
         self.pending = True
-        w.data["granted"] = True
-        w.data["grant_t"] = m.env._now
-        _held(w).append(self)
+        lw.granted = True
+        lw.grant_t = m.env._now
+        w.held.append(self)
         if m.tracer is not None:
             self.since = m.env._now  # the pending-owner interval starts
         self.stats.c[HANDOFFS] += 1
         log = m.log
         if log is not None:
             log.append(("grant", m.env._now, self.name, w.tid, t.tid))
-        m.adjust_prio(t, 0)
-        m.adjust_prio(w, 0)
-        if w.data.get("spinning"):
+        if m.pi_waiters or t.prio != t.base_prio or w.prio != w.base_prio:  # else no-ops
+            m.adjust_prio(t, 0)
+            m.adjust_prio(w, 0)
+        if lw.spinning:
             m.notice(w)  # a spinning waiter is running: no wakeup needed
         elif w.state == T_BLOCKED:
             if log is not None:
@@ -662,7 +717,7 @@ class Mutex(KernelLock):
     kind = "mutex"
 
     def __init__(self, model: LockModel, name: str, stats: LockClassStats, mainline: bool) -> None:
-        super().__init__(model, name, stats)
+        super().__init__(model, name, stats, spins=mainline)  # only mainline mutexes spin (acquire)
         self.waiters: list[Task] = []
         self.spinners: list[Task] = []
         self.handoff = False
@@ -680,10 +735,11 @@ class Mutex(KernelLock):
             self._take(t, "fast")
             return self.model.cfg.atomic + _hold(cpu, t, op)
         self.stats.c[CONTENDED] += 1
-        t.data["lk_op"] = op
+        lw = _lw(t)
+        lw.op = op
         o = self.owner
         if self.mainline and o is not None and o.on_cpu:
-            t.data["spin_owner"] = o
+            lw.spin_owner = o
             self._start_spin(t, self.spinners, 0)
             t.post = self._spin_post
             return SPIN_QUANTUM
@@ -700,18 +756,19 @@ class Mutex(KernelLock):
 
     def _spin_post(self, cpu: CPU, t: Task) -> int:
         o = self.owner
-        d = t.data
-        if o is d["spin_owner"] and o is not None and o.on_cpu:
+        lw = t.lockw
+        if o is lw.spin_owner and o is not None and o.on_cpu:
             t.post = self._spin_post
             return SPIN_QUANTUM
         self._stop_spin(t, self.spinners)
         if o is t or (o is None and not self.handoff):
             if o is None:
                 self._take(t, "spin")
-            op: Lock = d.pop("lk_op")
+            op: Lock = lw.op
+            lw.op = None
             return self.model.cfg.atomic + _hold(cpu, t, op)
         if o is not None and o.on_cpu and t not in self.waiters:
-            d["spin_owner"] = o
+            lw.spin_owner = o
             self._start_spin(t, self.spinners, 0)
             t.post = self._spin_post
             return SPIN_QUANTUM
@@ -736,9 +793,14 @@ class Mutex(KernelLock):
                 self._take(t, "slow")
             elif t in self.waiters:
                 self.waiters.remove(t)
-            op: Lock = t.data.pop("lk_op")
+            lw = t.lockw
+            op: Lock = lw.op
+            lw.op = None
             return self.model.cfg.mutex_slowpath + _hold(cpu, t, op)
-        if t.data.pop("woken", False):
+        lw = t.lockw
+        woken = lw.woken
+        lw.woken = False
+        if woken:
             self.stats.c[WASTED_WAKEUPS] += 1
             if self.mainline and self.waiters and self.waiters[0] is t:
                 self.handoff = True  # __mutex_lock_common: the first waiter asks for a handoff
@@ -763,7 +825,7 @@ class Mutex(KernelLock):
         else:
             self.owner = None
         if w.state == T_BLOCKED:
-            w.data["woken"] = True
+            w.lockw.woken = True
             log = m.log
             if log is not None:
                 log.append(("wake", m.env._now, self.name, w.tid, ""))
@@ -781,7 +843,10 @@ class PerCpuLock:
     def __init__(self, name: str, locks: list[KernelLock]) -> None:
         self.name = name
         self.locks = locks
-        self.held: dict[int, KernelLock] = {}  # task id -> the CPU's lock it took
+        # task id -> the CPU's lock it took last: valid while it holds it (an entry is
+        # overwritten, never removed: no dict churn on every operation; a release without the
+        # lock still fails in an exclusive lock's release, which removes it from ``Task.held``)
+        self.held: dict[int, KernelLock] = {}
 
     def acquire(self, cpu: CPU, t: Task, op: Lock) -> int:
         real = self.locks[cpu.index]
@@ -789,7 +854,7 @@ class PerCpuLock:
         return real.acquire(cpu, t, op)
 
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
-        return self.held.pop(t.tid).release(cpu, t, op)
+        return self.held[t.tid].release(cpu, t, op)
 
 
 class LockModel:
@@ -802,6 +867,10 @@ class LockModel:
         self.m = m
         self.cfg = cfg
         self.seq = 0
+        # an rt-mutex waiter of RT priority was queued at some time: until then every waiter's
+        # priority is 0, so adjust_prio of a task at its base priority changes nothing (the
+        # hot paths skip the call then)
+        self.pi_waiters = False
         self.rng = m.streams.get("locks")
         # read per lock operation: cached (the machine's tracer and the config never change)
         self.env = m.env
@@ -812,8 +881,9 @@ class LockModel:
         self.locks: list[KernelLock] = []
         self.log: list[tuple[Any, ...]] | None = None  # set to [] to record every lock event (tests)
         self.softirq_runs = 0
-        m.handle(Lock, self._h_lock)
-        m.handle(Unlock, self._h_unlock)
+        # the engine calls the op's lock directly (BoundOp): no handler of our own per lock op
+        m.handle(Lock, run_bound)
+        m.handle(Unlock, run_bound)
         # The switch hook has work only once a lock exists (a switched-out owner's spinners);
         # the first lock puts it in this place among the machine's hooks (hook_switch), so a
         # machine without locks does not call it at every context switch.
@@ -856,23 +926,14 @@ class LockModel:
     def new_percpu_lock(self, decl: str, name: str, cls: str | None = None) -> PerCpuLock:
         return PerCpuLock(name, [self.new_lock(decl, f"{name}/{c.index}", cls or name) for c in self.m.cpus])
 
-    # -- op handlers
-    @staticmethod
-    def _h_lock(cpu: CPU, t: Task, op: Lock) -> int:
-        return op.lock.acquire(cpu, t, op)
-
-    @staticmethod
-    def _h_unlock(cpu: CPU, t: Task, op: Unlock) -> int:
-        return op.lock.release(cpu, t, op)
-
     # -- services for the lock classes
     def notice(self, t: Task) -> None:
         """A spinner sees the lock word change after a cache-line transfer."""
-        self.m.call_at(self.cfg.cacheline, self._end_spin, t, t.data["spin_tok"])
+        self.m.call_at(self.cfg.cacheline, self._end_spin, t, t.lockw.spin_tok)
 
     def _end_spin(self, t: Task, tok: int) -> None:
-        d = t.data
-        if d.get("spinning") and d["spin_tok"] == tok:
+        w = t.lockw
+        if w.spinning and w.spin_tok == tok:
             self.m.end_segment(t)
 
     def hook_switch(self) -> None:
@@ -883,7 +944,7 @@ class LockModel:
     def _on_switch(self, cpu: CPU, prev: Task | None, nxt: Task | None) -> None:
         if prev is None:
             return
-        held = prev.data.get("held")
+        held = prev.held
         if held:
             for lk in held:
                 spinners = getattr(lk, "spinners", None)
@@ -896,7 +957,7 @@ class LockModel:
         priority and its rt-mutexes' top waiters'; if it is blocked on an rt-mutex, the new
         priority requeues it there and propagates to that lock's owner."""
         prio = t.base_prio
-        held = t.data.get("held")
+        held = t.held
         if held:
             for lk in held:
                 if type(lk) is RtMutex and lk.waiters:
@@ -906,14 +967,15 @@ class LockModel:
         if prio == t.prio:
             return
         if prio > t.prio:
-            for lk in held or ():
+            for lk in held:
                 lk.stats.c[PI_BOOSTS] += 1
                 break
         log = self.log
         if log is not None:
             log.append(("prio", self.m.now, "", t.tid, prio))
         self.m.set_prio(t, prio)
-        blocked = t.data.get("blocked_on")
+        lw = t.lockw
+        blocked = lw.blocked_on if lw is not None else None
         if blocked is not None and depth < self.cfg.max_lock_depth:
             blocked.requeue(t)
             o = blocked.owner
