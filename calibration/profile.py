@@ -52,6 +52,11 @@ SCHEMA_FILE = ROOT / "schema" / "profile.schema.json"
 PROFILES_DIR = ROOT / "profiles"
 DEFAULT_PROFILE = PROFILES_DIR / "default.json"
 DEFAULT_PARAMS = PROFILES_DIR / "default-params.toml"
+COSTS_ORIGIN = PROFILES_DIR / "history" / "dev-2026-11-22T0210.json"
+"""The development machine's first bundled profile, whose calibration (``COSTS_ORIGIN_PARAMS``)
+the ``Costs`` defaults of :mod:`sim.params` are: the seed stories and bundled scenarios inherit
+them, so a re-collection of the bundled profile does not move them (see docs/readme/calibration.md)."""
+COSTS_ORIGIN_PARAMS = PROFILES_DIR / "history" / "dev-2026-11-22T0210-params.toml"
 
 NonNegative = Annotated[float, Field(ge=0)]
 Count = Annotated[int, Field(ge=0)]

@@ -1,8 +1,10 @@
 """The substrate's configuration: machine, scheduler knobs and costs.
 
 Defaults: kernel defaults cite their file; costs are measured on the project's development
-machine by the native collector (``calibration/profiles/default.json``, item named in each
-``source``) and are replaced by a profile's figures when a run is given one.
+machine by the native collector (its first bundled profile, kept as
+``calibration/profiles/history/dev-2026-11-22T0210.json``, item named in each ``source``; the
+seed stories and scenarios inherit them, so later collections do not move them) and are replaced
+by a profile's figures when a run is given one (``--profile``, ``--params``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from .config import knob
 from .errors import ConfigError
 from .units import MS, US
 
-PROFILE = "default profile"
+PROFILE = "dev profile 2026-11-22T02:10Z (calibration/profiles/history/dev-2026-11-22T0210.json)"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import json
 import tomllib
 
@@ -15,10 +16,10 @@ from app.cli import main
 from calibration import fit
 from calibration.microbench import Target, pingpong, sleep_lateness, spawn_wait, stream
 from calibration.params import load_params, params_toml
-from calibration.profile import DEFAULT_PARAMS, DEFAULT_PROFILE, load_profile, validate_profile
+from calibration.profile import COSTS_ORIGIN, COSTS_ORIGIN_PARAMS, DEFAULT_PARAMS, DEFAULT_PROFILE, load_profile, validate_profile
 from sim.config import from_mapping
 from sim.errors import ConfigError
-from sim.params import Costs
+from sim.params import PROFILE, Costs
 from tests.helpers import ZERO_COSTS
 
 
@@ -166,13 +167,16 @@ def test_params_toml_round_trips(cal, tmp_path):
 
 
 def test_costs_defaults_are_the_bundled_calibration():
-    # The defaults are the bundled calibration: its value, or (where a later refit of the same
+    # The defaults are the calibration of the first bundled profile (kept in history/ with its
+    # params file, which names it and its sha256): its value, or (where a later refit of the same
     # profile moved a fitted value within its interval: context_switch_process merged) inside its
     # 95 % interval, so that the scenarios that inherit them keep their results. mm_switch and
     # asid_miss are the exceptions: 0 by default (every story and scenario as before they existed),
     # measured in the file.
-    params = load_params(DEFAULT_PARAMS)
-    prov = tomllib.loads(DEFAULT_PARAMS.read_text())["provenance"]["costs"]
+    params = load_params(COSTS_ORIGIN_PARAMS)
+    doc = tomllib.loads(COSTS_ORIGIN_PARAMS.read_text())
+    prov = doc["provenance"]["costs"]
+    assert doc["calibration"]["profile_sha256"] == hashlib.sha256(COSTS_ORIGIN.read_bytes()).hexdigest()
     defaults = Costs()
     for f in dataclasses.fields(Costs):
         d, v = getattr(defaults, f.name), params.costs[f.name]
@@ -186,7 +190,7 @@ def test_costs_defaults_are_the_bundled_calibration():
             v += params.costs["mm_switch"] + params.costs["asid_miss"]
             ci = [ci[0] + v - params.costs["exit"], ci[1] + v - params.costs["exit"]]
         assert d == v or (prov[f.name]["method"] == "fit" and ci[0] <= d <= ci[1]), f.name
-        assert "default profile" in f.metadata["source"] or "not measured" in f.metadata["source"], f.name
+        assert PROFILE in f.metadata["source"] or "not measured" in f.metadata["source"], f.name
 
 
 def test_bundled_profile_has_the_composites(profile):
@@ -257,7 +261,7 @@ def test_workload_knobs_follow_their_formulas(profile, cal):
         med(profile, "pi_futex_uncontended", "syscall_baseline"),
     )
     assert op.method == "direct" and op.value == pytest.approx(pair / 2 - base)
-    assert "later run" in tool.note  # the items were merged from a later collector run
+    assert "tool_exec collected" in tool.note and "other CPU share" in tool.note  # when, under what load
 
 
 def test_netns_kernel_knobs_follow_their_formulas(profile, cal):
@@ -273,7 +277,7 @@ def test_netns_kernel_knobs_follow_their_formulas(profile, cal):
         e = netns[name]
         assert e.method == "direct" and e.value >= 0, name
         assert e.low is not None and e.high is not None and e.low <= e.high, name
-    assert "later run" in netns["register_netdev"].note  # veth_link was merged from a later collector run
+    assert "veth_link collected" in netns["register_netdev"].note
     # the veth request is priced without its grace periods: the RCU model waits for them
     assert netns["register_netdev"].value < med(profile, "veth_link", "create_peer_netns") / 2
 
@@ -305,7 +309,7 @@ def test_mm_switch_is_process_minus_thread_pingpong(profile, cal):
     assert e.method == "direct" and e.value == pytest.approx(max(0.0, proc - threads))
     assert e.inputs == ("context_switch_process", "context_switch_process.threads")
     assert e.low is not None and e.high is not None and e.low <= e.high
-    assert "later run" in e.note
+    assert "context_switch_process collected" in e.note
     assert cal.costs_mapping()["mm_switch"] == round(e.value)
     a = cal.estimates["asid_miss"]
     ring = med(profile, "context_switch_process", "ring8_processes") - med(profile, "context_switch_process", "ring8_threads")

@@ -270,7 +270,7 @@ def test_profile_of_an_older_collector_without_the_component_items_loads(raw):
     old = copy.deepcopy(raw)
     for name in ("tool_exec", "pi_futex_uncontended"):
         old["items"].pop(name)
-    old.pop("item_runs")
+    old.pop("item_runs", None)
     prof = validate_profile(old, "old")
     assert prof.item_runs == [] and "tool_exec" not in prof.items
 

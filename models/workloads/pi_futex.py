@@ -58,7 +58,7 @@ class PiFutexConfig:
         "lock, the pi_state lookup (a FUTEX_LOCK_PI that blocks makes a second pass after taking the rt-mutex)",
         unit="ns",
         min=0,
-        source="dev-machine profile (calibration/profiles/default.json): pi_futex_uncontended lock_unlock_pair / 2 - "
+        source="dev-machine profile (calibration/profiles/history/dev-2026-11-22T0210.json): pi_futex_uncontended lock_unlock_pair / 2 - "
         "syscall_baseline (medians; FUTEX_LOCK_PI / FUTEX_UNLOCK_PI on an unowned word, which reaches no pi_state: the "
         "pi_state lookup of a contended call is not in it); rcusim calibrate measures it per profile into "
         "[workload.pi_futex] (calibration/fit.py WORKLOAD_DIRECT). Prior before the measurement: 150 ns",
