@@ -161,11 +161,10 @@ def test_eevdf_charges_the_context_switch_to_the_next_task():
     assert a.vruntime == 15 * US
 
 
-def test_sync_wakeup_goes_to_the_wakers_cpu_with_wake_affine_weight():
-    # wake_affine_weight: the waker CPU's load, without the waker itself for a WF_SYNC wakeup,
-    # against the previous CPU's load with the imbalance bias. Three hogs against two: a plain
-    # wakeup stays on the previous CPU, a sync one (the waker will sleep) goes to the waker's
-    k = KernelConfig(hz=100, preempt="voluntary", sched="eevdf", wake_affine="weight")
+def _hogs_and_a_wakee(pins, rule="weight"):
+    """A 2-CPU EEVDF machine with a CPU hog pinned to each CPU of ``pins`` and a task that
+    sleeps 1 ms, run 300 ms so that the tick has averaged each CPU's load."""
+    k = KernelConfig(hz=100, preempt="voluntary", sched="eevdf", wake_affine=rule)
     m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS), Streams(1))
 
     def hog(task):
@@ -174,10 +173,18 @@ def test_sync_wakeup_goes_to_the_wakers_cpu_with_wake_affine_weight():
     def idle(task):
         yield sleep(1 * MS)
 
-    for c in (0, 1, 0, 1, 0):
+    for c in pins:
         m.spawn(hog, f"hog{c}", affinity=[c])
     w = m.spawn(idle, "wakee")
-    run(m, 300 * MS)  # the tick averages each CPU's load
+    run(m, 300 * MS)
+    return m, w
+
+
+def test_sync_wakeup_goes_to_the_wakers_cpu_with_wake_affine_weight():
+    # wake_affine_weight: the waker CPU's load, without the waker itself for a WF_SYNC wakeup,
+    # against the previous CPU's load with the imbalance bias. Three hogs against two: a plain
+    # wakeup stays on the previous CPU, a sync one (the waker will sleep) goes to the waker's
+    m, w = _hogs_and_a_wakee((0, 1, 0, 1, 0))
     w.cpu = 1
     m._pelt_wakeup(w)  # as a wakeup now would: it slept 299 ms, its own load has decayed away
     assert w.load_avg < 5
@@ -191,19 +198,7 @@ def test_wake_affine_weight_counts_the_wakees_own_load():
     # wake_affine_weight adds task_h_load(p) to the waker's side and takes it off the previous
     # CPU's: with level loads a wakee that was runnable until it slept keeps its CPU even for a
     # WF_SYNC wakeup, while one whose load has decayed goes to the waker's
-    k = KernelConfig(hz=100, preempt="voluntary", sched="eevdf", wake_affine="weight")
-    m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS), Streams(1))
-
-    def hog(task):
-        yield cpu(1000 * MS)
-
-    def idle(task):
-        yield sleep(1 * MS)
-
-    for c in (0, 1, 0, 1):
-        m.spawn(hog, f"hog{c}", affinity=[c])
-    w = m.spawn(idle, "wakee")
-    run(m, 300 * MS)
+    m, w = _hogs_and_a_wakee((0, 1, 0, 1))
     w.cpu = 1
     prev, waker = m.cpus[1], m.cpus[0]
     assert 0.95 * prev.load_avg < waker.load_avg < 1.05 * prev.load_avg
