@@ -13,9 +13,8 @@ def run(m, until):
     m.env.run(until=m.env.timeout(until))
 
 
-def test_two_tasks_one_cpu_known_switch_cost():
-    m = machine(cpus=1, context_switch=1000)
-    log = []
+def _logging(m, log):
+    """Scripts named ``name`` that run 10 us on a CPU, then log ``(name, now)``."""
 
     def script(name):
         def s(task):
@@ -23,6 +22,14 @@ def test_two_tasks_one_cpu_known_switch_cost():
             log.append((name, m.now))
 
         return s
+
+    return script
+
+
+def test_two_tasks_one_cpu_known_switch_cost():
+    m = machine(cpus=1, context_switch=1000)
+    log = []
+    script = _logging(m, log)
 
     a = m.spawn(script("a"), "a")
     b = m.spawn(script("b"), "b")
@@ -207,13 +214,7 @@ def test_mm_switch_is_charged_only_when_the_address_space_changes():
     # not the CPU's active one; a kernel thread borrows the previous mm (lazy TLB).
     m = machine(cpus=1, context_switch=1000, mm_switch=300)
     log = []
-
-    def script(name):
-        def s(task):
-            yield cpu(10_000)
-            log.append((name, m.now))
-
-        return s
+    script = _logging(m, log)
 
     p = m.spawn(script("p"), "p")  # a process: its own mm
     t = m.spawn(script("t"), "t", thread_of=p)  # a thread of p: the same mm
