@@ -53,6 +53,17 @@ static void *placement_b(void *arg)
 	return NULL;
 }
 
+/* Let the calling thread run on every CPU the collector may use (threads it creates inherit
+ * that); 0 or an errno value. */
+static int allow_every_cpu(const struct options *opt)
+{
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	for (int i = 0; i < opt->ncpus; i++)
+		CPU_SET(opt->cpus[i], &all);
+	return pin_self_to_set(&all);
+}
+
 /* One run; returns 0 or an errno value.  Round-trip times go to s, B's CPUs to cpu_of_b. */
 static int placement_run(const struct options *opt, long rounds, int *cpu_of_b, sampleset *s)
 {
@@ -66,12 +77,9 @@ static int placement_run(const struct options *opt, long rounds, int *cpu_of_b, 
 		return e;
 	}
 	struct placement p = {.rd_b = b[0], .wr_b = b[1], .rd_a = a[0], .wr_a = a[1], .rounds = rounds, .cpu_of_b = cpu_of_b};
-	cpu_set_t saved, all;
+	cpu_set_t saved;
 	int have_saved = get_self_affinity(&saved) == 0;
-	CPU_ZERO(&all);
-	for (int i = 0; i < opt->ncpus; i++)
-		CPU_SET(opt->cpus[i], &all);
-	int rc = pin_self_to_set(&all); /* B inherits every allowed CPU */
+	int rc = allow_every_cpu(opt); /* B inherits every allowed CPU */
 	pthread_t tb;
 	if (rc == 0)
 		rc = spawn_thread(placement_b, &p, &tb);
@@ -108,12 +116,9 @@ static int placement_run(const struct options *opt, long rounds, int *cpu_of_b, 
 static int fork_placement_run(const struct options *opt, long rounds, int *cpu_of_child, int *cpu_of_parent,
 			      int *parent_after, sampleset *s)
 {
-	cpu_set_t saved, all;
+	cpu_set_t saved;
 	int have_saved = get_self_affinity(&saved) == 0;
-	CPU_ZERO(&all);
-	for (int i = 0; i < opt->ncpus; i++)
-		CPU_SET(opt->cpus[i], &all);
-	int rc = pin_self_to_set(&all);
+	int rc = allow_every_cpu(opt);
 	for (long i = 0; i < rounds && rc == 0; i++) {
 		sleep_ns(NS_PER_MS);
 		cpu_of_parent[i] = sched_getcpu();
