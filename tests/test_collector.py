@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -272,6 +273,34 @@ def test_sigint_mid_run_leaves_no_child_and_exits(collector, tmp_path):
     assert not [pid for pid in seen if _alive(pid)]
     assert not out.exists()
     assert not list(tmp_path.glob("p.json.tmp.*"))
+
+
+def test_sigint_mid_netns_script_kills_the_spawned_command_and_removes_namespaces(collector, tmp_path):
+    """The script's commands are forked by the spawner (a child of the collector), so the one
+    running at the interrupt is a grandchild: it must die before the namespaces are removed."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and ip (iproute2)")
+    netns_dir = Path("/var/run/netns")
+    grandkids: set[int] = set()
+    names: list[str] = []
+
+    def ready(seen: set[int]) -> bool:
+        for kid in seen:
+            grandkids.update(_children_of(kid))
+        names[:] = [p.name for p in netns_dir.glob("rcusim-*")] if netns_dir.is_dir() else []
+        return len(names) >= 3 and bool(grandkids)
+
+    rc, stderr, seen, out = _interrupt_mid_run(collector, tmp_path, ["--items", "netns_script"], ready)
+    assert rc in (-signal.SIGINT, 128 + signal.SIGINT), stderr
+    assert "interrupted by SIGINT" in stderr
+    assert names and grandkids
+    assert not [pid for pid in seen | grandkids if _alive(pid)]
+    left = [p.name for p in netns_dir.glob("rcusim-*")] if netns_dir.is_dir() else []
+    assert not [n for n in left if n in names], left
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
+    ours = [name for line in links.splitlines() if re.fullmatch(r"rs\d+[oghi]\d+", name := line.split(": ")[1].split("@")[0])]
+    assert not ours, ours
+    assert not out.exists()
 
 
 # It changes a system setting (and checks the collector puts it back), so it runs only where that

@@ -20,7 +20,7 @@
 #include <sys/types.h>
 
 #define COLLECTOR_NAME "rcusim-collector"
-#define COLLECTOR_VERSION "0.8.0"
+#define COLLECTOR_VERSION "0.9.0"
 #define PROFILE_SCHEMA_VERSION 1
 #define PROFILE_KIND "rcusim-profile"
 
@@ -108,11 +108,17 @@ pid_t tracked_fork(void);
 /* waitpid + untrack; returns waitpid's result. */
 pid_t tracked_wait(pid_t pid, int *status);
 void tracked_kill_all(void); /* SIGKILL and reap every tracked child; async-signal-safe */
-int tracked_count(void);
+void tracked_kill_strays(void); /* the same, sparing the spawner */
+int tracked_count(void);        /* tracked children but the spawner */
 /* The path of an executable tool in the usual sbin/bin directories (written into buf), or NULL. */
 const char *find_tool(const char *name, char *buf, size_t len);
-/* tracked_fork + execv(argv) with stdin/stdout/stderr on /dev/null + wait; *ns is the whole
- * round trip. 0 when the child exits 0, else its wait status (or -errno if fork failed). */
+/* Start the spawner: a small tracked child, forked before any item runs, that forks and execs
+ * run_cmd's commands (so their fork does not copy the collector's grown memory); 0 or -errno. */
+int spawner_start(void);
+void spawner_stop(void); /* end it and reap it */
+/* fork + execv(argv) with stdin/stdout/stderr on /dev/null + wait, in the spawner when it runs
+ * (else from here, tracked); *ns is fork() to reaped. 0 when the child exits 0, else its wait
+ * status (or -errno if the fork or the spawner failed). */
 int run_cmd(char *const argv[], int64_t *ns);
 void safety_install(const char *tmp_out_path); /* signal handlers + atexit */
 /* Register an async-signal-safe cleanup run on every exit path (signal, exit()) after the

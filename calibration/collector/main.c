@@ -311,6 +311,12 @@ int main(int argc, char **argv)
 	double busy0 = 0, steal0 = 0, own0 = own_cpu_time();
 	int have_stat = machine_cpu_time(&busy0, &steal0) == 0;
 
+	/* before anything grows the collector's memory (see spawner_start) */
+	int spawner_rc = spawner_start();
+	if (spawner_rc < 0)
+		jv_push(warnings, jv_strf("no spawner process (%s): commands are forked from the collector itself, "
+					  "which costs more as its memory grows",
+					  strerror(-spawner_rc)));
 	fprintf(stderr, "[0/%d] machine facts ...\n", (int)jv_get(oj, "items")->len);
 	jv_set(doc, "machine", machine_json(&opt));
 	jv *items_obj = jv_set(doc, "items", jv_obj());
@@ -338,7 +344,7 @@ int main(int argc, char **argv)
 		if (tracked_count() > 0) {
 			jv_push(warnings, jv_strf("item %s left %d child processes; they were killed", items[i].name,
 						  tracked_count()));
-			tracked_kill_all();
+			tracked_kill_strays();
 		}
 		if (ctx.status == ITEM_OK)
 			fprintf(stderr, "[%d/%d] %s: ok, %zu samples (%.1f s)\n", done, total, items[i].name,
@@ -350,6 +356,7 @@ int main(int argc, char **argv)
 		ss_free(&ctx.samples);
 	}
 
+	spawner_stop();
 	/* how much else ran on the machine meanwhile: timings of a busy machine include it */
 	jv_set(load, "loadavg_end", loadavg_json());
 	double busy1 = 0, steal1 = 0, own1 = own_cpu_time();
