@@ -260,10 +260,13 @@ def pi_futex_rows(
             continue  # a series without its rate (a failed run) has nothing to compare
         data = _base_scenario(profile, f"pi-futex-{s.label}")
         data["kernel"]["locks"] = {}
-        # the collector times its whole run from the start signal (2 s); 0.5 s of it here, from the
-        # start too, so the start-up transient (the convoy of sleepers forms within ~20 ms) weighs
-        # at most a few per cent, as it does in the measurement
-        span = min(int(item.params.get("duration_ns", PI_SPAN)), PI_SPAN)
+        # the collector times each run from its start signal: one 2 s run per N before collector
+        # 0.9.0, since then 8 runs of 250 ms alternating between the counts, its rate the median of
+        # the runs'; each seed here is one run as long (at most PI_SPAN), from the start too, so
+        # the start-up transient (the convoy of sleepers forms within ~20 ms) weighs as it does in
+        # the measurement
+        run_ns = item.params.get("run_duration_ns", item.params.get("duration_ns", PI_SPAN))
+        span = min(int(run_ns), PI_SPAN)
         data["workload"] = {"kind": "pi_futex", "threads": n, "critical_section": cs, "duration": span, "warmup": 0}
         runs = _simulate(data, params, catalog, seeds)
         sims = [float(r["throughput_ops_per_s"]) for r in runs]
@@ -273,6 +276,12 @@ def pi_futex_rows(
         sim_fast = float(np.mean([1.0 - r["kernel_waits"] / max(1.0, r["ops"]) for r in runs]))
         extra = s.model_extra or {}
         ops, waits = extra.get("ops"), extra.get("kernel_waits")
+        measured_runs = extra.get("run_throughputs_ops_per_s") or []
+        runs_note = (
+            f"measured median of {len(measured_runs)} runs ({min(measured_runs):.4g}..{max(measured_runs):.4g} ops/s); "
+            if len(measured_runs) > 1
+            else ""
+        )
         fast = f"{1.0 - float(waits) / float(ops):.1%}" if ops and waits is not None else "n/a"
         vcs = extra.get("voluntary_switches")  # newer collector runs count them
         sleeps = (
@@ -295,7 +304,7 @@ def pi_futex_rows(
                 f"{sim_handoff / 1000:.3g} us; handoffs of {SLOW_HANDOFF / 1000:.3g} us or more (the waiter was "
                 f"not running): measured {_share_at_least(s, SLOW_HANDOFF):.1%}, simulated {sim_slow:.1%}; "
                 f"acquisitions by the user-space cmpxchg: measured {fast}, simulated {sim_fast:.1%}; "
-                f"{sleeps} {sim_sleeps:.2g}; {seeds} seeds "
+                f"{sleeps} {sim_sleeps:.2g}; {runs_note}{seeds} seeds "
                 f"({min(sims):.4g}..{max(sims):.4g} ops/s); {_futex_note(params)}",
             )
         )

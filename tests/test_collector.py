@@ -303,6 +303,23 @@ def test_sigint_mid_netns_script_kills_the_spawned_command_and_removes_namespace
     assert not out.exists()
 
 
+def test_sigint_mid_messaging_kills_the_spawners_workers(collector, tmp_path):
+    """messaging's senders and receivers are children of the spawner (grandchildren of the
+    collector): an interrupt must take them all down."""
+    grandkids: set[int] = set()
+
+    def ready(seen: set[int]) -> bool:
+        for kid in seen:
+            grandkids.update(_children_of(kid))
+        return len(grandkids) >= 20
+
+    rc, stderr, seen, out = _interrupt_mid_run(collector, tmp_path, ["--items", "messaging"], ready)
+    assert rc in (-signal.SIGINT, 128 + signal.SIGINT), stderr
+    assert len(grandkids) >= 20
+    assert not [pid for pid in seen | grandkids if _alive(pid)]
+    assert not out.exists()
+
+
 # It changes a system setting (and checks the collector puts it back), so it runs only where that
 # is expected: in CI (a throwaway machine) or when asked for.
 @pytest.mark.skipif(

@@ -112,13 +112,19 @@ void tracked_kill_strays(void); /* the same, sparing the spawner */
 int tracked_count(void);        /* tracked children but the spawner */
 /* The path of an executable tool in the usual sbin/bin directories (written into buf), or NULL. */
 const char *find_tool(const char *name, char *buf, size_t len);
-/* Start the spawner: a small tracked child, forked before any item runs, that forks and execs
- * run_cmd's commands (so their fork does not copy the collector's grown memory); 0 or -errno. */
+/* The spawner: a small tracked child, forked before any item runs, that forks the workloads
+ * (run_cmd's commands, the messaging item's processes) so that their forks and exits do not
+ * depend on the collector's grown memory; spawner_start() returns 0 or -errno. */
 int spawner_start(void);
 void spawner_stop(void); /* end it and reap it */
-/* fork + execv(argv) with stdin/stdout/stderr on /dev/null + wait, in the spawner when it runs
- * (else from here, tracked); *ns is fork() to reaped. 0 when the child exits 0, else its wait
- * status (or -errno if the fork or the spawner failed). */
+/* A job run in the spawner: reads inlen bytes of input, writes exactly outlen bytes of output
+ * (zeroed beforehand). It runs in the collector itself when there is no spawner. */
+typedef void (*spawner_job)(const void *in, size_t inlen, void *out, size_t outlen);
+/* Run fn in the spawner (in and out at most 8 KiB); 0, or -errno when the spawner is gone. */
+int spawner_call(spawner_job fn, const void *in, size_t inlen, void *out, size_t outlen);
+/* fork + execv(argv) with stdin/stdout/stderr on /dev/null + wait, in the spawner; *ns is fork()
+ * to reaped. 0 when the child exits 0, else its wait status (or -errno if the fork or the
+ * spawner failed). */
 int run_cmd(char *const argv[], int64_t *ns);
 void safety_install(const char *tmp_out_path); /* signal handlers + atexit */
 /* Register an async-signal-safe cleanup run on every exit path (signal, exit()) after the

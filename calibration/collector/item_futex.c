@@ -201,22 +201,121 @@ static int thread_counts(int ncpus, int *out, int max)
 	return n;
 }
 
+/* What one thread count gathers over its runs. */
+struct count_acc {
+	int n;
+	sampleset lat;
+	long ops, waited, nvcsw, nivcsw; /* nvcsw/nivcsw -1 once a thread could not read them */
+	int64_t elapsed;
+	long *per_thread_ops;
+	double *run_tput;
+	int nruns;
+};
+
+/* One run of n threads for `duration`: spawn, start together, stop, join; adds to acc.
+ * Returns 0 or an errno. */
+static int handoff_run(const struct options *o, int pi, int64_t duration, struct count_acc *acc)
+{
+	int n = acc->n;
+	struct lock_test *t = aligned_alloc(64, (sizeof(*t) + 63) / 64 * 64);
+	struct worker *w = calloc((size_t)n, sizeof(*w));
+	if (!t || !w) {
+		free(t);
+		free(w);
+		return ENOMEM;
+	}
+	memset(t, 0, sizeof(*t));
+	t->pi = pi;
+	t->nthreads = n;
+	t->last_owner = -1;
+	t->w = w;
+	int err = 0;
+	for (int i = 0; i < n; i++) {
+		w[i].t = t;
+		w[i].index = i;
+		w[i].cpu = o->cpus[i % o->ncpus];
+		w[i].lat = malloc(MAX_LAT_PER_THREAD * sizeof(double));
+		if (!w[i].lat) {
+			err = ENOMEM;
+			break;
+		}
+	}
+	for (int i = 0; i < n && !err; i++) {
+		err = spawn_thread(worker_main, &w[i], &w[i].thread);
+		if (!err)
+			w[i].started = 1;
+	}
+	int64_t t0 = 0, t1 = 0;
+	if (err) {
+		/* let the threads already started leave at once */
+		atomic_store(&t->stop, 1);
+		atomic_store(&t->go, 1);
+	} else {
+		sleep_ns(10 * NS_PER_MS); /* let every thread reach its CPU */
+		t0 = now_ns();
+		atomic_store(&t->go, 1);
+		sleep_ns(duration);
+		atomic_store(&t->stop, 1);
+	}
+	for (int i = 0; i < n; i++)
+		if (w[i].started)
+			pthread_join(w[i].thread, NULL);
+	t1 = now_ns();
+	long ops = 0;
+	for (int i = 0; i < n; i++) {
+		if (w[i].err && !err)
+			err = w[i].err;
+		ops += w[i].ops;
+		acc->per_thread_ops[i] += w[i].ops;
+		acc->waited += w[i].waited;
+		if (acc->nvcsw >= 0)
+			acc->nvcsw = w[i].nvcsw < 0 ? -1 : acc->nvcsw + w[i].nvcsw;
+		if (acc->nivcsw >= 0)
+			acc->nivcsw = w[i].nivcsw < 0 ? -1 : acc->nivcsw + w[i].nivcsw;
+		for (long k = 0; k < w[i].nlat; k++)
+			ss_add(&acc->lat, w[i].lat[k]);
+		free(w[i].lat);
+	}
+	if (!err) {
+		acc->ops += ops;
+		acc->elapsed += t1 - t0;
+		acc->run_tput[acc->nruns++] = t1 > t0 ? (double)ops * 1e9 / (double)(t1 - t0) : 0;
+	}
+	free(w);
+	free(t);
+	return err;
+}
+
 static void handoff_item(item_ctx *ctx, int pi)
 {
 	const struct options *o = ctx->opt;
-	int64_t duration = plan(ctx, 300, 2000) * NS_PER_MS;
+	/* Several runs per thread count, alternating between the counts (0.9.0; before, one run
+	 * each). A run falls into one regime (a convoy of sleepers, or lock passes between running
+	 * threads) for most of its length: runs of 100 ms gave 0.04 to 4 M ops/s at N = 2, and the
+	 * single 2 s runs of five collections 0.26 to 0.40 M ops/s. The rate is all runs' operations
+	 * over their total time, which a mix of regimes moves less than it moves a median. Runs stay
+	 * 2 s long: short ones measure the start of a run, before the convoy forms. */
+	int64_t run_duration = plan(ctx, 300, 2000) * NS_PER_MS;
+	int runs = (int)plan(ctx, 1, 3);
+	int64_t duration = run_duration * runs;
 	int counts[64];
 	int ncounts = thread_counts(o->ncpus, counts, 64);
 	ctx->unit = "ns";
 	item_method(ctx, "N threads pinned round-robin to the allowed CPUs loop lock / critical section "
-			 "(%d shared increments and a clock read) / unlock for a fixed time on a %s; "
-			 "throughput is operations per second, samples are handoff latencies (previous owner's "
+			 "(%d shared increments and a clock read) / unlock on a %s, in %d runs of %lld ms per N, "
+			 "the thread counts alternating run by run (fresh threads each run); "
+			 "throughput is all runs' operations over their total time (series "
+			 "run_throughputs_ops_per_s lists each run's), samples are handoff latencies over all runs (previous owner's "
 			 "release to acquisition by a different thread that waited in the kernel: woken from FUTEX_WAIT, or through FUTEX_LOCK_PI); "
 			 "top-level samples are N=2.",
-		    CS_ITERS, pi ? "PI futex (FUTEX_LOCK_PI / FUTEX_UNLOCK_PI, the kernel rt-mutex)"
-				 : "three-state futex mutex (FUTEX_WAIT / FUTEX_WAKE, private)");
+		    CS_ITERS,
+		    pi ? "PI futex (FUTEX_LOCK_PI / FUTEX_UNLOCK_PI, the kernel rt-mutex)"
+		       : "three-state futex mutex (FUTEX_WAIT / FUTEX_WAKE, private)",
+		    runs, (long long)(run_duration / NS_PER_MS));
 	jv_set(ctx->params, "lock", jv_str(pi ? "pi_futex" : "futex_mutex"));
 	jv_set(ctx->params, "duration_ns", jv_int(duration));
+	jv_set(ctx->params, "runs", jv_int(runs));
+	jv_set(ctx->params, "run_duration_ns", jv_int(run_duration));
 	jv_set(ctx->params, "critical_section_ns", jv_num(critical_section_ns()));
 	jv_set(ctx->params, "critical_section_increments", jv_int(CS_ITERS));
 	jv *tl = jv_set(ctx->params, "threads_list", jv_arr());
@@ -225,106 +324,65 @@ static void handoff_item(item_ctx *ctx, int pi)
 	jv_set(ctx->params, "threads", jv_int(2));
 	jv *tput = jv_set(ctx->extra, "throughput_ops_per_s", jv_obj());
 
-	for (int c = 0; c < ncounts; c++) {
-		int n = counts[c];
-		struct lock_test *t = aligned_alloc(64, (sizeof(*t) + 63) / 64 * 64);
-		struct worker *w = calloc((size_t)n, sizeof(*w));
-		if (!t || !w) {
-			free(t);
-			free(w);
-			item_fail(ctx, "out of memory");
-			return;
-		}
-		memset(t, 0, sizeof(*t));
-		t->pi = pi;
-		t->nthreads = n;
-		t->last_owner = -1;
-		t->w = w;
-		int fail_rc = 0;
-		for (int i = 0; i < n; i++) {
-			w[i].t = t;
-			w[i].index = i;
-			w[i].cpu = o->cpus[i % o->ncpus];
-			w[i].lat = malloc(MAX_LAT_PER_THREAD * sizeof(double));
-			if (!w[i].lat) {
-				fail_rc = ENOMEM;
-				break;
-			}
-		}
-		for (int i = 0; i < n && !fail_rc; i++) {
-			fail_rc = spawn_thread(worker_main, &w[i], &w[i].thread);
-			if (!fail_rc)
-				w[i].started = 1;
-		}
-		int64_t t0 = 0, t1 = 0;
-		if (fail_rc) {
-			/* let the threads already started leave at once */
-			atomic_store(&t->stop, 1);
-			atomic_store(&t->go, 1);
-		} else {
-			sleep_ns(10 * NS_PER_MS); /* let every thread reach its CPU */
-			t0 = now_ns();
-			atomic_store(&t->go, 1);
-			sleep_ns(duration);
-			atomic_store(&t->stop, 1);
-		}
-		for (int i = 0; i < n; i++)
-			if (w[i].started)
-				pthread_join(w[i].thread, NULL);
-		t1 = now_ns();
-		sampleset s;
-		ss_init(&s);
-		long ops = 0, waited = 0, nvcsw = 0, nivcsw = 0;
-		int err = fail_rc;
-		for (int i = 0; i < n; i++) {
-			ops += w[i].ops;
-			waited += w[i].waited;
-			if (nvcsw >= 0)
-				nvcsw = w[i].nvcsw < 0 ? -1 : nvcsw + w[i].nvcsw;
-			if (nivcsw >= 0)
-				nivcsw = w[i].nivcsw < 0 ? -1 : nivcsw + w[i].nivcsw;
-			if (w[i].err && !err)
-				err = w[i].err;
-			for (long k = 0; k < w[i].nlat; k++)
-				ss_add(&s, w[i].lat[k]);
-		}
-		if (!err) {
-			double secs = (double)(t1 - t0) / 1e9;
-			jv *e = item_series_add(ctx, NULL, &s, "ns");
-			jv_set(e, "label", jv_strf("threads_%d", n));
-			jv *prm = jv_get(e, "params");
-			jv_set(prm, "threads", jv_int(n));
-			jv *pcpu = jv_set(prm, "cpus", jv_arr());
-			for (int i = 0; i < n; i++)
-				jv_push(pcpu, jv_int(w[i].cpu));
-			jv_set(e, "ops", jv_int(ops));
-			jv_set(e, "elapsed_ns", jv_int(t1 - t0));
-			jv_set(e, "throughput_ops_per_s", jv_num(secs > 0 ? (double)ops / secs : 0));
-			jv_set(e, "kernel_waits", jv_int(waited));
-			jv_set(e, "handoffs", jv_int((long long)s.n));
-			if (nvcsw >= 0 && nivcsw >= 0) {
-				/* a waiter that sleeps switches out voluntarily; one that spins does not */
-				jv_set(e, "voluntary_switches", jv_int(nvcsw));
-				jv_set(e, "involuntary_switches", jv_int(nivcsw));
-			}
-			jv *pto = jv_set(e, "per_thread_ops", jv_arr());
-			for (int i = 0; i < n; i++)
-				jv_push(pto, jv_int(w[i].ops));
-			jv_set(tput, jv_get(e, "label")->string, jv_num(secs > 0 ? (double)ops / secs : 0));
-			if (n == 2)
-				for (size_t i = 0; i < s.n; i++)
-					ss_add(&ctx->samples, s.v[i]);
-		}
-		ss_free(&s);
-		for (int i = 0; i < n; i++)
-			free(w[i].lat);
-		free(w);
-		free(t);
-		if (err) {
-			item_fail(ctx, "%s with %d threads: %s", pi ? "FUTEX_LOCK_PI" : "futex", n, strerror(err));
-			return;
-		}
+	struct count_acc *acc = calloc((size_t)ncounts, sizeof(*acc));
+	if (!acc) {
+		item_fail(ctx, "out of memory");
+		return;
 	}
+	int err = 0, err_n = 0;
+	for (int c = 0; c < ncounts && !err; c++) {
+		acc[c].n = counts[c];
+		ss_init(&acc[c].lat);
+		acc[c].per_thread_ops = calloc((size_t)counts[c], sizeof(long));
+		acc[c].run_tput = calloc((size_t)runs, sizeof(double));
+		if (!acc[c].per_thread_ops || !acc[c].run_tput)
+			err = ENOMEM;
+	}
+	for (int r = 0; r < runs && !err; r++)
+		for (int c = 0; c < ncounts && !err; c++)
+			if ((err = handoff_run(o, pi, run_duration, &acc[c])) != 0)
+				err_n = counts[c];
+
+	for (int c = 0; c < ncounts && !err; c++) {
+		struct count_acc *a = &acc[c];
+		int n = a->n;
+		double rate = a->elapsed > 0 ? (double)a->ops * 1e9 / (double)a->elapsed : 0;
+		jv *e = item_series_add(ctx, NULL, &a->lat, "ns");
+		jv_set(e, "label", jv_strf("threads_%d", n));
+		jv *prm = jv_get(e, "params");
+		jv_set(prm, "threads", jv_int(n));
+		jv *pcpu = jv_set(prm, "cpus", jv_arr());
+		for (int i = 0; i < n; i++)
+			jv_push(pcpu, jv_int(o->cpus[i % o->ncpus]));
+		jv_set(e, "ops", jv_int(a->ops));
+		jv_set(e, "elapsed_ns", jv_int(a->elapsed));
+		jv_set(e, "throughput_ops_per_s", jv_num(rate));
+		jv *rt = jv_set(e, "run_throughputs_ops_per_s", jv_arr());
+		for (int k = 0; k < a->nruns; k++)
+			jv_push(rt, jv_num(a->run_tput[k]));
+		jv_set(e, "kernel_waits", jv_int(a->waited));
+		jv_set(e, "handoffs", jv_int((long long)a->lat.n));
+		if (a->nvcsw >= 0 && a->nivcsw >= 0) {
+			/* a waiter that sleeps switches out voluntarily; one that spins does not */
+			jv_set(e, "voluntary_switches", jv_int(a->nvcsw));
+			jv_set(e, "involuntary_switches", jv_int(a->nivcsw));
+		}
+		jv *pto = jv_set(e, "per_thread_ops", jv_arr());
+		for (int i = 0; i < n; i++)
+			jv_push(pto, jv_int(a->per_thread_ops[i]));
+		jv_set(tput, jv_get(e, "label")->string, jv_num(rate));
+		if (n == 2)
+			for (size_t i = 0; i < a->lat.n; i++)
+				ss_add(&ctx->samples, a->lat.v[i]);
+	}
+	for (int c = 0; c < ncounts; c++) {
+		ss_free(&acc[c].lat);
+		free(acc[c].per_thread_ops);
+		free(acc[c].run_tput);
+	}
+	free(acc);
+	if (err)
+		item_fail(ctx, "%s with %d threads: %s", pi ? "FUTEX_LOCK_PI" : "futex", err_n, strerror(err));
 }
 
 void item_futex_handoff(item_ctx *ctx) { handoff_item(ctx, 0); }

@@ -195,6 +195,32 @@ out:
 	return rc;
 }
 
+struct msg_job_out {
+	int rc;
+	double ns;
+	double nvcsw, nivcsw, user_s, sys_s; /* of the run's children (getrusage RUSAGE_CHILDREN) */
+	char err[256];
+};
+
+/* spawner job: one run of the configuration given as input, with the children it reaped */
+static void msg_job(const void *in, size_t inlen, void *out, size_t outlen)
+{
+	const struct msg_config *c = in;
+	struct msg_job_out *o = out;
+	(void)inlen;
+	(void)outlen;
+	struct rusage r0, r1;
+	getrusage(RUSAGE_CHILDREN, &r0);
+	o->rc = run_once(c, &o->ns, o->err, sizeof(o->err));
+	getrusage(RUSAGE_CHILDREN, &r1);
+	o->nvcsw = (double)(r1.ru_nvcsw - r0.ru_nvcsw);
+	o->nivcsw = (double)(r1.ru_nivcsw - r0.ru_nivcsw);
+	o->user_s = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+		    (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6;
+	o->sys_s = (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+		   (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+}
+
 void item_messaging(item_ctx *ctx)
 {
 	/* 200,000 messages each: a fraction of a second per run on 2 CPUs, and cheap to simulate */
@@ -212,7 +238,8 @@ void item_messaging(item_ctx *ctx)
 	item_method(ctx, "perf bench sched messaging -p style (hackbench): G groups of F receivers (one pipe "
 			 "each) and F senders (processes) writing L 100-byte messages to every receiver of their "
 			 "group; time from the start signal (one byte on a pipe every child polls) to the reaping "
-			 "of the last child. One sample per run; the configurations alternate run by run; series "
+			 "of the last child; the children are forked by the spawner, a small process forked at the "
+			 "collector's start. One sample per run; the configurations alternate run by run; series "
 			 "per configuration; top level = groups_2.");
 	jv_set(ctx->params, "message_bytes", jv_int(MSG_BYTES));
 	jv_set(ctx->params, "transport", jv_str("pipe"));
@@ -229,27 +256,26 @@ void item_messaging(item_ctx *ctx)
 	for (long i = 0; i < reps + warm; i++) {
 		for (size_t k = 0; k < NCONF; k++) {
 			const struct msg_config *c = &configs[k];
-			struct rusage r0, r1;
-			double ns = 0;
-			char err[256] = "";
-			getrusage(RUSAGE_CHILDREN, &r0);
-			int rc = run_once(c, &ns, err, sizeof(err));
-			getrusage(RUSAGE_CHILDREN, &r1);
+			struct msg_job_out o;
+			/* forked by the spawner (see util_safety.c), not by the grown collector */
+			int rc = spawner_call(msg_job, c, sizeof(*c), &o, sizeof(o));
+			if (rc < 0)
+				snprintf(o.err, sizeof(o.err), "the spawner process failed: %s", strerror(-rc));
+			else
+				rc = o.rc;
 			if (rc) {
-				item_fail(ctx, "%s: %s", c->label, err);
+				item_fail(ctx, "%s: %s", c->label, o.err);
 				for (size_t j = 0; j < NCONF; j++)
 					ss_free(&s[j]);
 				return;
 			}
 			if (i < warm)
 				continue;
-			ss_add(&s[k], ns);
-			nvcsw[k] += (double)(r1.ru_nvcsw - r0.ru_nvcsw);
-			nivcsw[k] += (double)(r1.ru_nivcsw - r0.ru_nivcsw);
-			user_s[k] += (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
-				     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6;
-			sys_s[k] += (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
-				    (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+			ss_add(&s[k], o.ns);
+			nvcsw[k] += o.nvcsw;
+			nivcsw[k] += o.nivcsw;
+			user_s[k] += o.user_s;
+			sys_s[k] += o.sys_s;
 		}
 	}
 	for (size_t k = 0; k < NCONF; k++) {

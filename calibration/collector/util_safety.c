@@ -346,78 +346,35 @@ const char *find_tool(const char *name, char *buf, size_t len)
 
 /* ------------------------------------------------------------ spawner
  *
- * Commands (run_cmd) are forked from a small process forked at start-up, not from the
- * collector itself: the collector's memory grows as items add their results to the profile
- * (about 3 MB resident at start, 9-12 MB late in a full run), and fork() and the child's exit
- * copy and tear down page tables in proportion, so the same fork+exec+wait of /bin/true took
- * 0.7 ms from a fresh collector and 1.0-1.1 ms after pi_futex_handoff (measured, collector
- * 0.8.0). From the spawner every command item pays the fork of a fresh process, as fork_exec
- * (measured early, from the collector itself) does and as a shell running the seed's script
- * would.
+ * Workloads that fork (run_cmd's commands, the messaging item's senders and receivers) are
+ * forked from a small process forked at start-up, not from the collector itself, so that no
+ * measurement depends on the items that ran before it. Forked from the collector late in a full
+ * run, fork + exec + wait of /bin/true took 1.0-1.1 ms against 0.7 ms early (collector 0.8.0;
+ * `perf` showed more time in the page-table copy and teardown, copy_page_range and
+ * unmap_page_range: the collector's memory grows as items add their results, about 3 MB
+ * resident at start and 9-12 MB late), while the same command forked by the spawner takes
+ * 0.7 ms at any point. (fork_exec's own loop in the grown collector did not slow down, so size
+ * is not the whole story; the spawner removes the dependence whatever its cause.)
  *
- * Protocol over a SOCK_SEQPACKET socketpair: a request is the argv strings, each NUL-ended;
- * the reply is a struct spawn_reply. The spawner times fork() to reaped itself, so the
- * round trip between the two processes is not in the sample.
+ * Protocol over a SOCK_SEQPACKET socketpair: a request is a struct spawner_req followed by the
+ * job's input; the spawner runs the job (a function of this same binary: the spawner is a fork,
+ * so its addresses are the collector's) and sends back exactly `outlen` bytes of output.
  */
-struct spawn_reply {
-	int64_t ns;
-	int status; /* wait status */
-	int err;    /* errno of a failed fork, else 0 */
+struct spawner_req {
+	spawner_job fn;
+	size_t outlen;
 };
 
+#define SPAWNER_MSG_MAX 8192
 #define SPAWN_MAX_ARGS 63
 
-static volatile pid_t spawner_cmd; /* in the spawner: the command it runs, or 0 */
-
-/* In the spawner (SIGINT from the terminal, SIGTERM from the collector's cleanup): the command
- * dies and is reaped first. Async-signal-safe. */
+/* In the spawner (SIGINT from the terminal, SIGTERM from the collector's cleanup): whatever it
+ * forked dies and is reaped first. Async-signal-safe. */
 static void spawner_on_signal(int sig)
 {
 	(void)sig;
-	pid_t c = spawner_cmd;
-	if (c > 0) {
-		kill(c, SIGKILL);
-		while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
+	tracked_kill_all(); /* the spawner's own table: only what it forked */
 	_exit(0);
-}
-
-static int run_cmd_here(char *const argv[], int64_t *ns, pid_t parent, volatile pid_t *running)
-{
-	sigset_t old;
-	block_term_signals(&old);
-	int64_t t0 = now_ns();
-	pid_t pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		for (size_t i = 0; i < ARRAY_LEN(term_signals); i++)
-			signal(term_signals[i], SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		int null = open("/dev/null", O_RDWR);
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-		}
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int e = errno;
-	if (pid > 0)
-		*running = pid;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (pid < 0)
-		return -e;
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	*running = 0;
-	*ns = now_ns() - t0;
-	return status;
 }
 
 static void spawner_main(int fd)
@@ -428,27 +385,20 @@ static void spawner_main(int fd)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < ARRAY_LEN(term_signals); i++)
 		sigaction(term_signals[i], &sa, NULL);
-	pid_t self = getpid();
-	static char buf[8192];
+	static _Alignas(16) char in[SPAWNER_MSG_MAX], out[SPAWNER_MSG_MAX];
 	for (;;) {
-		ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+		ssize_t n = recv(fd, in, sizeof(in), 0);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n < (ssize_t)sizeof(struct spawner_req))
 			_exit(0); /* the collector closed its end (or died) */
-		buf[n] = '\0';
-		char *argv[SPAWN_MAX_ARGS + 1];
-		int argc = 0;
-		for (char *p = buf; p < buf + n && argc < SPAWN_MAX_ARGS; p += strlen(p) + 1)
-			argv[argc++] = p;
-		argv[argc] = NULL;
-		struct spawn_reply r = {0, 0, 0};
-		int rc = argc ? run_cmd_here(argv, &r.ns, self, &spawner_cmd) : -EINVAL;
-		if (rc < 0)
-			r.err = -rc;
-		else
-			r.status = rc;
-		if (send(fd, &r, sizeof(r), MSG_NOSIGNAL) != (ssize_t)sizeof(r))
+		struct spawner_req req;
+		memcpy(&req, in, sizeof(req));
+		if (req.outlen > sizeof(out))
+			_exit(1);
+		memset(out, 0, req.outlen);
+		req.fn(in + sizeof(req), (size_t)n - sizeof(req), out, req.outlen);
+		if (send(fd, out, req.outlen, MSG_NOSIGNAL) != (ssize_t)req.outlen)
 			_exit(1);
 	}
 }
@@ -488,50 +438,91 @@ void spawner_stop(void)
 	}
 }
 
-int run_cmd(char *const argv[], int64_t *ns)
+int spawner_call(spawner_job fn, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	if (spawner_fd < 0 || spawner_pid <= 0) {
-		/* no spawner (spawner_start() was not called or failed): fork from here, tracked */
-		int64_t t0 = now_ns();
-		pid_t pid = tracked_fork();
-		if (pid < 0)
-			return -errno;
-		if (pid == 0) {
-			int null = open("/dev/null", O_RDWR);
-			if (null >= 0) {
-				dup2(null, 0);
-				dup2(null, 1);
-				dup2(null, 2);
-			}
-			execv(argv[0], argv);
-			_exit(127);
-		}
-		int status = 0;
-		tracked_wait(pid, &status);
-		*ns = now_ns() - t0;
-		return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : (status ? status : -1);
+		/* no spawner (spawner_start() was not called or failed): run it here */
+		memset(out, 0, outlen);
+		fn(in, inlen, out, outlen);
+		return 0;
 	}
-	char buf[8192];
+	static _Alignas(16) char msg[SPAWNER_MSG_MAX];
+	struct spawner_req req = {fn, outlen};
+	if (inlen > sizeof(msg) - sizeof(req) || outlen > SPAWNER_MSG_MAX)
+		return -E2BIG;
+	memcpy(msg, &req, sizeof(req));
+	memcpy(msg + sizeof(req), in, inlen);
+	if (send(spawner_fd, msg, sizeof(req) + inlen, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) + inlen))
+		return -errno;
+	ssize_t n;
+	do
+		n = recv(spawner_fd, out, outlen, 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)outlen)
+		return n < 0 ? -errno : -EPIPE; /* the spawner died */
+	return 0;
+}
+
+/* fork (tracked) + exec + wait, from the calling process */
+static int run_cmd_local(char *const argv[], int64_t *ns)
+{
+	int64_t t0 = now_ns();
+	pid_t pid = tracked_fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int status = 0;
+	tracked_wait(pid, &status);
+	*ns = now_ns() - t0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : (status ? status : -1);
+}
+
+struct exec_reply {
+	int64_t ns;
+	int rc;
+};
+
+/* spawner job: the input is the argv strings, each NUL-ended */
+static void exec_job(const void *in, size_t inlen, void *out, size_t outlen)
+{
+	struct exec_reply *r = out;
+	static char buf[SPAWNER_MSG_MAX + 1];
+	(void)outlen;
+	memcpy(buf, in, inlen);
+	buf[inlen] = '\0';
+	char *argv[SPAWN_MAX_ARGS + 1];
+	int argc = 0;
+	for (char *p = buf; p < buf + inlen && argc < SPAWN_MAX_ARGS; p += strlen(p) + 1)
+		argv[argc++] = p;
+	argv[argc] = NULL;
+	r->rc = argc ? run_cmd_local(argv, &r->ns) : -EINVAL;
+}
+
+int run_cmd(char *const argv[], int64_t *ns)
+{
+	char buf[SPAWNER_MSG_MAX - sizeof(struct spawner_req)];
 	size_t len = 0;
 	int argc = 0;
 	for (char *const *p = argv; *p; p++, argc++) {
 		size_t l = strlen(*p) + 1;
-		if (argc >= SPAWN_MAX_ARGS || len + l > sizeof(buf) - 1)
+		if (argc >= SPAWN_MAX_ARGS || len + l > sizeof(buf))
 			return -E2BIG;
 		memcpy(buf + len, *p, l);
 		len += l;
 	}
-	if (send(spawner_fd, buf, len, MSG_NOSIGNAL) != (ssize_t)len)
-		return -errno;
-	struct spawn_reply r;
-	ssize_t n;
-	do
-		n = recv(spawner_fd, &r, sizeof(r), 0);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(r))
-		return n < 0 ? -errno : -EPIPE; /* the spawner died */
-	if (r.err)
-		return -r.err;
+	struct exec_reply r = {0, 0};
+	int rc = spawner_call(exec_job, buf, len, &r, sizeof(r));
+	if (rc < 0)
+		return rc;
 	*ns = r.ns;
-	return WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 ? 0 : (r.status ? r.status : -1);
+	return r.rc;
 }
