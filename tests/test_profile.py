@@ -308,3 +308,63 @@ def test_fork_balance_follows_the_measured_fork_placement(raw):
         it["series"].append({"label": "fork", "params": {}, "on_parent_cpu_share": share, **series})
         d["items"]["wake_placement"] = it
         assert validate_profile(d, "p").fork_balance == rule
+
+
+def _scaled_run(raw: dict, factor: float, start: str, items: tuple[str, ...] = ("syscall", "context_switch", "fork_exec")) -> dict:
+    """A run whose every median (top level and series) is the bundled one times ``factor``."""
+    d = small(raw, items)
+    d.pop("item_runs", None)
+    d["start_time"] = start
+    for it in d["items"].values():
+        for part in [it, *it.get("series", [])]:
+            part["stats"] = {k: (v if k == "count" or v is None else v * factor) for k, v in part["stats"].items()}
+            part["samples"] = [x * factor for x in part["samples"]]
+    return d
+
+
+def test_median_of_runs_takes_each_item_from_its_middle_run(raw):
+    from calibration.profile import median_of_runs
+
+    a = _scaled_run(raw, 1.0, "2030-01-01T00:00:00Z")
+    b = _scaled_run(raw, 1.5, "2030-01-01T00:05:00Z")  # one slow run ...
+    c = _scaled_run(raw, 0.9, "2030-01-01T00:10:00Z")
+    # ... except for fork_exec, slow in the last run instead: its middle run is the first
+    c["items"]["fork_exec"] = _scaled_run(raw, 1.4, "x")["items"]["fork_exec"]
+    b["items"]["fork_exec"] = _scaled_run(raw, 0.95, "x")["items"]["fork_exec"]
+    out = validate_profile(median_of_runs([a, b, c], how="test"), "median")
+    assert out.start_time == "2030-01-01T00:10:00Z"  # the last run is the base
+    assert out.run_of("syscall") is not None and out.run_of("syscall").start_time == "2030-01-01T00:00:00Z"
+    assert out.run_of("context_switch").start_time == "2030-01-01T00:00:00Z"
+    # fork_exec speeds: b 0.95, a 1.0, c 1.4: a is the middle
+    assert out.run_of("fork_exec").start_time == "2030-01-01T00:00:00Z"
+    assert out.items["syscall"].stats.median == a["items"]["syscall"]["stats"]["median"]
+
+
+def test_median_of_runs_sees_a_slow_series_under_a_typical_top_level(raw):
+    """One run's pipe_costs with a typical top level (write) but every other series 1.6x: the
+    slow run, not the middle one, though its top-level median alone would put it in the middle."""
+    from calibration.profile import median_of_runs
+
+    items = ("syscall", "pipe_costs")
+    a = _scaled_run(raw, 1.0, "2030-01-01T00:00:00Z", items)
+    b = _scaled_run(raw, 1.05, "2030-01-01T00:05:00Z", items)
+    c = _scaled_run(raw, 1.6, "2030-01-01T00:10:00Z", items)
+    c["items"]["pipe_costs"]["stats"] = copy.deepcopy(a["items"]["pipe_costs"]["stats"])
+    c["items"]["pipe_costs"]["samples"] = list(a["items"]["pipe_costs"]["samples"])
+    out = validate_profile(median_of_runs([a, b, c]), "median")
+    assert out.run_of("pipe_costs").start_time == "2030-01-01T00:05:00Z"
+
+
+def test_median_of_runs_refuses_even_counts_and_mixed_runs(raw):
+    from calibration.profile import median_of_runs
+
+    a, b, c = (_scaled_run(raw, f, "2030-01-01T00:00:00Z") for f in (1.0, 1.1, 1.2))
+    with pytest.raises(ConfigError, match="runs: are 2"):
+        median_of_runs([a, b])
+    c["collector"] = {**c["collector"], "version": "0.0.1"}
+    with pytest.raises(ConfigError, match=r"run 3: collector.version: is '0.0.1'"):
+        median_of_runs([a, b, c])
+    c = _scaled_run(raw, 1.2, "t")
+    c["uname"] = {**c["uname"], "nodename": "elsewhere"}
+    with pytest.raises(ConfigError, match="uname.nodename"):
+        median_of_runs([c, a, b])
