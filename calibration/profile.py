@@ -30,14 +30,6 @@ newer collector's new items, ``rcusim-collector --items ...``) to a profile with
 the rest, and records that run (its own start time, load, command line) in ``item_runs``;
 :meth:`Profile.run_of` says which run an item comes from. Command line:
 ``python -m calibration.profile --merge BASE.json NEW.json --out OUT.json``.
-
-Several runs, item by item: :func:`median_of_runs` takes an odd number of full runs of the same
-collector on the same machine and keeps, for every item, the whole item of the run whose
-medians (top level and series, against the runs' typical ones) are the middle ones (recorded through :func:`merge_items`, so
-:meth:`Profile.run_of` names each item's run). On a guest whose host slows it now and then, one
-item of one run can come out 1.5x slower than the same item minutes later; the middle run of
-three outvotes it, without mixing samples of different runs. Command line:
-``python -m calibration.profile --median-of A.json B.json C.json --out OUT.json``.
 """
 
 from __future__ import annotations
@@ -49,7 +41,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from sim.errors import ConfigError
@@ -725,70 +716,6 @@ def merge_items(base: Mapping[str, Any], new: Mapping[str, Any], *, merged: str 
     return out
 
 
-def _item_speeds(items: list[Item]) -> list[float]:
-    """For the same item of several runs: each run's geometric mean, over the top level and every
-    series all of them have, of its median over the median of the runs' medians (1.0 = typical;
-    1.5 = everything in it took half as long again)."""
-
-    def medians(it: Item) -> dict[str, float]:
-        m = {"": it.stats.median}
-        m.update({s.label: s.stats.median for s in it.series or ()})
-        return {k: float(v) for k, v in m.items() if v is not None and v > 0}
-
-    per_run = [medians(it) for it in items]
-    common = set.intersection(*(set(m) for m in per_run)) if per_run else set()
-    if not common:
-        return [1.0] * len(items)
-    typical = {k: float(np.median([m[k] for m in per_run])) for k in common}
-    return [float(np.exp(np.mean([np.log(m[k] / typical[k]) for k in sorted(common)]))) for m in per_run]
-
-
-def median_of_runs(runs: list[Mapping[str, Any]], *, how: str = "") -> dict[str, Any]:
-    """Per item, the item of the run that is the median in speed (:func:`_item_speeds`: its
-    medians, top level and series, against the runs' typical ones; runs where the item is not
-    ``ok`` do not take part; with an even number of those, the lower middle). ``runs`` are raw collector profiles, oldest first: an odd number, at least three,
-    of one collector version and mode, on one machine (ConfigError naming the field otherwise).
-    The last run is the base (its header describes the profile); items chosen from the others
-    are added with :func:`merge_items`, which records their runs in ``item_runs``."""
-    if len(runs) < 3 or len(runs) % 2 == 0:
-        raise ConfigError("runs", f"are {len(runs)}", "give an odd number of runs, at least three")
-    parsed = [validate_profile(r, f"run {i + 1}") for i, r in enumerate(runs)]
-    first = parsed[0]
-    for i, p in enumerate(parsed[1:], start=2):
-        if p.item_runs:
-            raise ConfigError(f"run {i}: item_runs", "is not empty", "give profiles written by the collector itself")
-        for where, x, y in (
-            ("collector.version", first.collector.version, p.collector.version),
-            ("options.quick", first.options.quick, p.options.quick),
-            ("uname.nodename", first.uname.nodename, p.uname.nodename),
-            ("machine.kernel_release", first.machine.kernel_release, p.machine.kernel_release),
-            ("machine.cpus_allowed.cpus", first.machine.cpus_allowed.cpus, p.machine.cpus_allowed.cpus),
-        ):
-            if x != y:
-                raise ConfigError(
-                    f"run {i}: {where}", f"is {y!r}, run 1's is {x!r}", "take every run with the same collector and mode"
-                )
-    base = parsed[-1]
-    chosen: dict[int, list[str]] = {}
-    for name in runs[-1]["items"]:
-        ok = [i for i, p in enumerate(parsed) if name in p.items and p.items[name].status == "ok"]
-        if not ok:
-            continue  # the base run's own (skipped or failed) item stays
-        speed = _item_speeds([parsed[i].items[name] for i in ok])
-        ok = [i for _, i in sorted(zip(speed, ok, strict=True))]
-        pick = ok[(len(ok) - 1) // 2]
-        if pick != len(runs) - 1:
-            chosen.setdefault(pick, []).append(name)
-    out: dict[str, Any] = dict(runs[-1])
-    if base.item_runs:
-        raise ConfigError(f"run {len(runs)}: item_runs", "is not empty", "give profiles written by the collector itself")
-    for i in sorted(chosen):
-        part = dict(runs[i])
-        part["items"] = {n: runs[i]["items"][n] for n in chosen[i]}
-        out = merge_items(out, part, merged=how)
-    return out
-
-
 # ------------------------------------------------------------------ JSON Schema
 
 
@@ -833,26 +760,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         Path(out_path).write_text(dumps(merged), encoding="utf-8")
         return 0
-    if len(args) >= 6 and args[0] == "--median-of" and args[-2] == "--out":
-        import time
-
-        paths, out_path = args[1:-2], args[-1]
-        try:
-            raws = []
-            for path in paths:
-                load_profile(path)
-                raws.append(json.loads(Path(path).read_text(encoding="utf-8")))
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            how = f"python -m calibration.profile --median-of {' '.join(args[1:])} ({stamp}): the median run of this item"
-            combined = median_of_runs(raws, how=how)
-        except ConfigError as exc:
-            sys.stderr.write(f"error: {exc}\n")
-            return 2
-        Path(out_path).write_text(dumps(combined), encoding="utf-8")
-        return 0
     sys.stderr.write(
-        "usage: python -m calibration.profile --write-schema | --print-schema | --merge BASE.json NEW.json --out OUT.json"
-        " | --median-of A.json B.json C.json [...] --out OUT.json\n"
+        "usage: python -m calibration.profile --write-schema | --print-schema | --merge BASE.json NEW.json --out OUT.json\n"
     )
     return 2
 
