@@ -252,6 +252,9 @@ NOT_MEASURED: dict[str, str] = {
 }
 
 JITTER_INPUTS = ("pipe_write", "pipe_read")
+# A fitted anchor further off than this after the fit gets a warning: the fit matches the bundled
+# profile's anchors within 7 %, so 10 % means the inputs disagree, not that the fit is coarse.
+FIT_MISS = 0.10
 
 
 @dataclass(frozen=True)
@@ -822,6 +825,14 @@ def calibrate(
     rows: list[OutcomeRow] = []
     for o in outcomes:
         rows.append(OutcomeRow(o, _m(o), med[o], sim_at[OUTCOME_REPLICA[o]], "fitted"))
+    for r in rows:
+        if abs(r.rel_error) > FIT_MISS:
+            warnings.append(
+                f"fitted anchor {r.name} ({r.item}) is {r.rel_error:+.0%} off after the fit: the costs measured "
+                "directly leave the fitted ones no room to match it (a fitted cost at or near 0 says which); "
+                "an item measured while the machine was slower or faster than for the others is the usual cause "
+                "(compare the items' medians with another collection, or collect again)"
+            )
     costs = make_costs({k: e.value for k, e in estimates.items()})
     slack = float(profile.item("sleep_lateness").params.get("timer_slack_ns") or 0)
     for q, replica in CHECKS.items():

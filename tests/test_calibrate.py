@@ -373,3 +373,17 @@ def test_bundled_params_hold_the_measured_workload_knobs(profile):
     # the pi_futex workload runs only the collector's composite: its default is this machine's,
     # from the first bundled profile (as the Costs defaults; a profile's params override it)
     assert PiFutexConfig().futex_op == load_params(COSTS_ORIGIN_PARAMS).workload["pi_futex"]["futex_op"]
+
+
+def test_a_fitted_anchor_the_fit_cannot_reach_gets_a_warning():
+    """A profile whose pipe_costs came out slow (a local wakeup 2x the bundled one): the fit
+    pushes context_switch down to keep the same-CPU ping-pong, hits 0 and still misses it."""
+    raw = json.loads(DEFAULT_PROFILE.read_text())
+    slow = copy.deepcopy(raw)
+    (series,) = [x for x in slow["items"]["pipe_costs"]["series"] if x["label"] == "write_wakes_local_reader"]
+    series["samples"] = [3 * x for x in series["samples"]]
+    series["stats"] = {k: (v if k == "count" or v is None else 3 * v) for k, v in series["stats"].items()}
+    b = fit.calibrate(validate_profile(slow, "slow"), seeds=1, bootstrap=0)
+    assert [w for w in b.warnings if w.startswith("fitted anchor pingpong_1b_same")]
+    a = fit.calibrate(validate_profile(raw, "bundled"), seeds=1, bootstrap=0)
+    assert not [w for w in a.warnings if w.startswith("fitted anchor")]
