@@ -311,6 +311,9 @@ NORMAL = simpy.core.NORMAL
 TLB_NR_DYN_ASIDS = 6
 # kernel/sched/pelt.c: a task's load halves every LOAD_AVG_PERIOD (32) periods of 1024 us
 PELT_HALF_LIFE_NS = 32 * 1024 * 1000
+# sysctl_sched_nr_migrate: at most this many tasks per load-balance pass (kernel/sched/core.c
+# default 32, SCHED_NR_MIGRATE_BREAK; the loop_max of detach_tasks in kernel/sched/fair.c)
+NR_MIGRATE = 32
 """Per-CPU PCID slots of x86 (arch/x86/include/asm/tlbflush.h): the mms whose TLB entries a CPU
 keeps across switches (see ``Costs.asid_miss``)."""
 
@@ -330,7 +333,7 @@ class CPU:
         "seg_start", "seg_active", "need_resched", "irqs", "irq_from", "softirq_pending",
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
-        "tick_gen", "tick_at", "jiffy_timers",
+        "nohz_balance", "tick_gen", "tick_at", "jiffy_timers",
         "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "delayed", "load_avg",
         "active_mm", "asids", "next_asid",
     )  # fmt: skip
@@ -362,6 +365,7 @@ class CPU:
         self.min_vruntime = 0
         self.switches = 0
         self.kick_pending = False
+        self.nohz_balance = False  # kicked by a busy CPU's tick: its next pull is an idle balance
         self.resched_pending = False
         self.ksoftirqd: Task | None = None
         self.ticks = 0
@@ -471,8 +475,24 @@ class CPU:
         return None
 
     def _steal_candidate(self, dst: int, now: int, respect_hot: bool) -> Task | None:
-        """A queued task that may move to CPU ``dst``: the first by queue order."""
+        """A queued task that may move to CPU ``dst``. Under EEVDF (6.x) the one queued or picked
+        longest ago: detach_tasks() (kernel/sched/fair.c) takes the tail of ``rq->cfs_tasks``,
+        where account_entity_enqueue() adds a task and set_next_task_fair() moves a picked one to
+        the head. Otherwise the first by queue order (the smallest vruntime: 2.6.24's balance
+        iterator walked the cfs rbtree from its leftmost entity)."""
         hot = self.m.kernel.sched_migration_cost if respect_hot else -1
+        if self.m.eevdf:
+            best = None
+            best_key = (0, 0)
+            for _, _, seq, t in self.rq:
+                if seq != t._rq_seq or t.state != RUNNABLE or t.on_cpu or not t.allowed(dst):
+                    continue
+                if hot >= 0 and t.run_ns and now - t.last_ran < hot:
+                    continue
+                key = (max(t.last_ran, t.wait_since), seq)
+                if best is None or key < best_key:
+                    best, best_key = t, key
+            return best
         for _, _, seq, t in sorted(self.rq):
             if seq != t._rq_seq or t.state != RUNNABLE or t.on_cpu:
                 continue
@@ -1487,6 +1507,12 @@ class Machine:
         return 0
 
     @staticmethod
+    def _nohz_kick_done(cpu: CPU) -> int:
+        cpu.kick_pending = False
+        cpu.nohz_balance = True
+        return 0
+
+    @staticmethod
     def _resched_done(cpu: CPU) -> int:
         cpu.resched_pending = False
         return 0
@@ -1657,6 +1683,7 @@ class Machine:
         never the only task of a run queue (detach_tasks() in kernel/sched/fair.c stops at
         ``src_rq->nr_running <= 1`` when balancing from idle): a task woken onto an idle CPU
         that is still leaving its idle state stays there."""
+        kicked, cpu.nohz_balance = cpu.nohz_balance, False
         busiest = None
         for c in self.cpus:
             if c is cpu or c.nr_queued == 0 or c.nr_running <= 1:
@@ -1671,6 +1698,10 @@ class Machine:
         busiest._detach(t)
         self._migrate_vruntime(t, busiest, cpu)
         t.cpu = busiest.index
+        if kicked and self.eevdf:
+            # the idle balance a nohz kick runs (CPU_IDLE) goes on detaching; a newly idle one
+            # stops after one task (detach_tasks under CONFIG_PREEMPTION)
+            self._pull_imbalance(cpu, 1, respect_hot=False)
         return t
 
     def _busy_balance(self, cpu: CPU) -> int:
@@ -1680,11 +1711,16 @@ class Machine:
             if c.state == IDLE and not c.kick_pending and c is not cpu:
                 if cpu._steal_candidate(c.index, self.env.now, respect_hot=False) is not None:
                     c.kick_pending = True
-                    self.send_ipi(cpu, c, self._kick_done, name="nohz balance kick")
+                    self.send_ipi(cpu, c, self._nohz_kick_done, name="nohz balance kick")
                     return 0
         return 0
 
     def _periodic_pull(self, cpu: CPU) -> int:
+        """Periodic load_balance into ``cpu``: under EEVDF (6.x) detach_tasks() moves tasks
+        until the imbalance is gone, at most sysctl_sched_nr_migrate (32) per pass; the older
+        eras' path moves one task per balance (a simplification kept for their stories)."""
+        if self.eevdf:
+            return self._pull_imbalance(cpu, 0, respect_hot=True) * self.costs.balance
         busiest = max(self.cpus, key=lambda c: (c.nr_running, -c.index))
         if busiest is cpu or busiest.nr_running - cpu.nr_running < 2:
             return 0
@@ -1695,6 +1731,27 @@ class Machine:
         self._migrate_vruntime(t, busiest, cpu)
         cpu._enqueue(t)
         return self.costs.balance
+
+    def _pull_imbalance(self, cpu: CPU, incoming: int, respect_hot: bool) -> int:
+        """Move queued tasks from the busiest CPU to ``cpu`` while they differ by two or more
+        runnable tasks (``incoming``: tasks already on their way to ``cpu``), at most 32
+        (sysctl_sched_nr_migrate, the loop_max of sched_balance_rq/detach_tasks in
+        kernel/sched/fair.c); the count moved. Counting tasks stands for calculate_imbalance()'s
+        load (equal weights)."""
+        moved = 0
+        now = self.env.now
+        while moved < NR_MIGRATE:
+            busiest = max(self.cpus, key=lambda c: (c.nr_running, -c.index))
+            if busiest is cpu or busiest.nr_running - (cpu.nr_running + incoming) < 2:
+                break
+            t = busiest._steal_candidate(cpu.index, now, respect_hot)
+            if t is None:
+                break
+            busiest._detach(t)
+            self._migrate_vruntime(t, busiest, cpu)
+            cpu._enqueue(t)
+            moved += 1
+        return moved
 
     @staticmethod
     def _migrate_vruntime(t: Task, src: CPU, dst: CPU) -> None:

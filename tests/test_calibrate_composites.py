@@ -338,3 +338,44 @@ def test_netns_script_variant_runs_the_collector_commands_on_v6_paths():
     # one CPU: a veth has one queue (nothing to trim) and every synchronize is a grace period
     # already (rcu_blocking_is_gp), so nothing waits
     assert one["rcu.synchronize_calls"] == 0 and one["routers_per_s"] > out[False]["routers_per_s"]
+
+
+def _queue_on_cpu0(sched: str, n: int):
+    """A 2-CPU machine with ``n`` hogs queued on CPU 0 (pinned while they start, then free to
+    move) and one hog pinned to CPU 1."""
+    k = KernelConfig(hz=1000, preempt="voluntary", sched=sched)
+    m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS, balance=1), Streams(1))
+
+    def hog(task):
+        yield cpu(1000 * MS)
+
+    free = [m.spawn(hog, f"hog{i}", affinity=[0]) for i in range(n)]
+    m.spawn(hog, "pinned", affinity=[1])
+    run(m, 40 * MS)
+    for t in free:
+        t.affinity = None
+    return m, free
+
+
+def test_eevdf_load_balance_moves_tasks_until_the_queues_are_level_oldest_first():
+    # detach_tasks: up to the imbalance, from the tail of cfs_tasks (queued or picked longest ago)
+    m, free = _queue_on_cpu0("eevdf", 12)
+    c0, c1 = m.cpus
+    assert (c0.nr_running, c1.nr_running) == (12, 1)
+    queued = [t for t in free if not t.on_cpu]
+    # the queue's first task (the smallest key) was queued just now: the newest by recency
+    first = min(c0.rq)[3]
+    first.wait_since = m.env.now  # (last_ran would make it cache-hot, which any order skips)
+    oldest = sorted(queued, key=lambda t: (max(t.last_ran, t.wait_since), t._rq_seq))[:5]
+    assert first not in oldest
+    assert m._periodic_pull(c1) == 5 * m.costs.balance
+    assert (c0.nr_running, c1.nr_running) == (7, 6)
+    assert {t.tid for t in free if t.cpu == 1} == {t.tid for t in oldest}
+    assert m._periodic_pull(c1) == 0  # level: nothing more to move
+
+
+def test_cfs_era_load_balance_still_moves_one_task_per_pass():
+    m, _ = _queue_on_cpu0("cfs", 12)
+    c0, c1 = m.cpus
+    m._periodic_pull(c1)
+    assert (c0.nr_running, c1.nr_running) == (11, 2)
