@@ -120,7 +120,7 @@ class Env(simpy.Environment):
 
     def _loop(self, once: bool) -> None:
         queue: list[Any] = self._queue  # type: ignore[assignment]
-        pop, push, replace, next_eid = heappop, heappush, heapreplace, self._eid.__next__
+        pop, push, replace, eids = heappop, heappush, heapreplace, self._eid
         cpu_cls, irq_cls, call_cls, tick_cls, cpuwork_cls = CPU, _Irq, _Call, _Tick, CpuWork
         normal, blocked, user_st, kernel_st, bound = NORMAL, BLOCKED, USER, KERNEL, run_bound
         nxt: Any = None  # the next heap entry, already popped (see the end of a segment's step)
@@ -133,7 +133,7 @@ class Env(simpy.Environment):
                 now, _, eid, ev = nxt
                 nxt = None
             self._now = now
-            cls = ev.__class__
+            cls = type(ev)
             if cls is cpu_cls:
                 if eid != ev.act_eid:  # superseded (the CPU was interrupted): ignore
                     if once:
@@ -145,7 +145,6 @@ class Env(simpy.Environment):
                     if action is None:
                         # the end of a run segment (inlined here: the hottest event)
                         t = ev.curr
-                        ev.seg_active = False
                         ns = t.remaining
                         t.run_ns += ns
                         if not t.prio:
@@ -189,7 +188,7 @@ class Env(simpy.Environment):
                             t.on_end = None
                             op = end()
                         t.retval = None
-                        op_type = op.__class__
+                        op_type = type(op)
                         if op_type is cpuwork_cls:
                             r = op.ns  # type: ignore[attr-defined]
                             user = op.user  # type: ignore[attr-defined]
@@ -206,9 +205,9 @@ class Env(simpy.Environment):
                         # CPU._start_segment(t, r, user), inlined
                         t.remaining = r
                         t.seg_user = user
-                        ev.softirq_rounds = 0
                         old = ev.state
                         if old != st:
+                            ev.softirq_rounds = 0  # see _start_segment
                             if ev.m.tracer is None:
                                 ev.acc[old] += now - ev.since
                                 ev.state = st
@@ -216,9 +215,8 @@ class Env(simpy.Environment):
                             else:
                                 ev._set_state(st)
                         ev.seg_start = now
-                        ev.seg_active = True
                         ev.action = None
-                        eid = next_eid()
+                        eid = next(eids)
                         at = now + r
                         if once:
                             ev.act_eid = eid
@@ -330,7 +328,7 @@ class CPU:
 
     __slots__ = (
         "m", "env", "index", "curr", "rq", "nr_queued", "state", "since", "acc", "action",
-        "seg_start", "seg_active", "need_resched", "irqs", "irq_from", "softirq_pending",
+        "seg_start", "need_resched", "irqs", "irq_from", "softirq_pending",
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "nohz_balance", "tick_gen", "tick_at", "jiffy_timers",
@@ -350,7 +348,6 @@ class CPU:
         self.acc = [0] * len(STATE_NAMES)
         self.action: Callable[[], None] | None = None
         self.seg_start = 0
-        self.seg_active = False
         self.need_resched = False
         self.irqs: list[tuple[int, IrqFn | None]] = []
         self.irq_from = IDLE
@@ -413,6 +410,13 @@ class CPU:
 
     # ------------------------------------------------------------------ queries
     @property
+    def seg_active(self) -> bool:
+        """Is the current task's run segment in progress (its end is the pending action)?
+        The pending action is a segment's end when it is None (see Env), and there is one
+        while ``act_eid`` is set; neither is stored twice, as they change at every event."""
+        return self.act_eid >= 0 and self.action is None
+
+    @property
     def idle(self) -> bool:
         """Nothing running and nothing queued (a wakeup may still be on its way)."""
         return self.curr is None and self.nr_queued == 0
@@ -434,7 +438,7 @@ class CPU:
         if t is None:
             return 0
         v = t.vruntime
-        if self.seg_active:
+        if self.act_eid >= 0 and self.action is None:  # seg_active
             e = self.env._now - self.seg_start
             if t.vcredit:
                 e = max(0, e - t.vcredit)
@@ -517,7 +521,7 @@ class CPU:
             self.irq_from = IDLE
             self._exit_idle()
         elif st == USER or st == KERNEL:
-            if self.seg_active:
+            if self.act_eid >= 0 and self.action is None:  # seg_active
                 self.irq_from = st
                 self._pause()
                 self._dispatch()
@@ -667,11 +671,11 @@ class CPU:
         # _start_segment(t, r, user)
         t.remaining = r
         t.seg_user = user
-        self.softirq_rounds = 0
         st = USER if user else KERNEL
         now = self.env._now
         old = self.state
         if old != st:
+            self.softirq_rounds = 0  # see _start_segment
             if self.m.tracer is None:  # _set_state(st) without a trace, inlined
                 self.acc[old] += now - self.since
                 self.state = st
@@ -679,7 +683,6 @@ class CPU:
             else:
                 self._set_state(st)
         self.seg_start = now
-        self.seg_active = True
         self.action = None  # None: the pending action is this segment's end (see Env._loop)
         eid = next(self._eid)
         self.act_eid = eid
@@ -688,13 +691,17 @@ class CPU:
     def _start_segment(self, t: Task, ns: int, user: bool) -> None:
         t.remaining = ns
         t.seg_user = user
-        self.softirq_rounds = 0
         st = USER if user else KERNEL
         if self.state != st:  # back-to-back segments of one task in one mode form one span
+            # Softirq rounds in a row end when a task segment starts. Only a segment start sets
+            # USER or KERNEL and only _run_softirq (which sets SOFTIRQ) counts a round, so a
+            # segment that follows one in the same mode finds the count at 0 already: it is
+            # reset on a change of state only (here and in the two inlined copies, _run_ops
+            # and Env._loop).
+            self.softirq_rounds = 0
             self._set_state(st)
         now = self.env._now
         self.seg_start = now
-        self.seg_active = True
         self.action = None
         eid = next(self._eid)
         self.act_eid = eid
@@ -703,7 +710,6 @@ class CPU:
     def _pause(self) -> None:
         t = self.curr
         assert t is not None
-        self.seg_active = False
         self.act_eid = -1
         self.action = None
         elapsed = self.env._now - self.seg_start
@@ -732,7 +738,7 @@ class CPU:
         t = self.curr
         if t is not None and not t.prio:
             v = t.vruntime
-            if self.seg_active:
+            if self.act_eid >= 0 and self.action is None:  # seg_active
                 v += (self.env._now - self.seg_start) * 1024 // t.weight
             if head is not None and not head.prio and head.vruntime < v:
                 v = head.vruntime
@@ -1487,7 +1493,7 @@ class Machine:
         else:
             # target.curr_vruntime() (curr is not None), inlined
             v = curr.vruntime
-            if target.seg_active:
+            if target.act_eid >= 0 and target.action is None:  # target.seg_active
                 e = self.env._now - target.seg_start
                 if curr.vcredit:
                     e = max(0, e - curr.vcredit)

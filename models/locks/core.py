@@ -191,7 +191,7 @@ class KernelLock:
         self.stats.c[ACQUIRED] += 1
         t.held.append(self)
         m = self.model
-        log = m.log
+        log = m._log
         if log is not None:
             log.append(("acquire", m.env._now, self.name, t.tid, how))
         if m.tracer is not None:
@@ -200,7 +200,7 @@ class KernelLock:
     def _dropped(self, t: Task) -> None:
         t.held.remove(self)
         m = self.model
-        log = m.log
+        log = m._log
         if log is not None:
             log.append(("release", m.env._now, self.name, t.tid, ""))
         if m.tracer is not None:
@@ -256,10 +256,11 @@ class RawSpinLock(KernelLock):
             self.stats.c[ACQUIRED] += 1
             t.held.append(self)
             m = self.model
-            if m.log is not None:
-                m.log.append(("acquire", m.env._now, self.name, t.tid, "fast"))
-            if m.tracer is not None:
-                self.since = m.env._now
+            if not m.quiet:
+                if m._log is not None:
+                    m._log.append(("acquire", m.env._now, self.name, t.tid, "fast"))
+                if m.tracer is not None:
+                    self.since = m.env._now
             fn = op.hold_fn
             return m.atomic + (op.hold_ns if fn is None else fn(cpu, t))
         self.stats.c[CONTENDED] += 1
@@ -281,10 +282,11 @@ class RawSpinLock(KernelLock):
     def release(self, cpu: CPU, t: Task, op: Unlock) -> int:
         t.held.remove(self)  # _dropped, inlined
         m = self.model
-        if m.log is not None:
-            m.log.append(("release", m.env._now, self.name, t.tid, ""))
-        if m.tracer is not None:
-            self._trace_span(t.name, "lock")
+        if not m.quiet:
+            if m._log is not None:
+                m._log.append(("release", m.env._now, self.name, t.tid, ""))
+            if m.tracer is not None:
+                self._trace_span(t.name, "lock")
         spinners = self.spinners
         if spinners:
             if self.model.cfg.spinlock == "ticket" or len(spinners) == 1:
@@ -404,7 +406,7 @@ class RtMutex(KernelLock):
             w.append(key)  # where insort puts it: its seq is the newest
         else:
             bisect.insort(w, key)
-        log = m.log
+        log = m._log
         if log is not None:
             log.append(("enqueue", m.env._now, self.name, t.tid, t.prio))
         o = self.owner
@@ -456,7 +458,7 @@ class RtMutex(KernelLock):
             lw = t.lockw
             lw.granted = False
             self.stats.c[PENDING_NS] += m.env._now - lw.grant_t
-            log = m.log
+            log = m._log
             if log is not None:
                 log.append(("acquire", m.env._now, self.name, t.tid, "pending"))
             if m.tracer is not None:
@@ -471,7 +473,7 @@ class RtMutex(KernelLock):
         c[STEALS] += 1
         if t.prio == o.prio:
             c[LATERAL_STEALS] += 1
-        log = m.log
+        log = m._log
         if log is not None:
             log.append(("steal", m.env._now, self.name, t.tid, o.tid, t.prio, o.prio))
         tracer = m.tracer
@@ -495,10 +497,11 @@ class RtMutex(KernelLock):
             self.owner = t
             self.stats.c[ACQUIRED] += 1
             t.held.append(self)
-            if m.log is not None:
-                m.log.append(("acquire", m.env._now, self.name, t.tid, "fast"))
-            if m.tracer is not None:
-                self.since = m.env._now
+            if not m.quiet:
+                if m._log is not None:
+                    m._log.append(("acquire", m.env._now, self.name, t.tid, "fast"))
+                if m.tracer is not None:
+                    self.since = m.env._now
             fn = op.hold_fn
             return m.atomic + (op.hold_ns if fn is None else fn(cpu, t))
         self.stats.c[CONTENDED] += 1
@@ -551,7 +554,7 @@ class RtMutex(KernelLock):
     def _sleep(self, t: Task, o: Task) -> int:
         m = self.model
         self.stats.c[SLEEPS] += 1
-        log = m.log
+        log = m._log
         if log is not None:
             log.append(("sleep", m.env._now, self.name, t.tid, o.on_cpu, self.adaptive))
         t.post = self._slow  # the wakeup's pass (rt_slowpath)
@@ -606,10 +609,11 @@ class RtMutex(KernelLock):
                 self.unlocking = t
             return m.cfg.rt_slowpath
         t.held.remove(self)  # _dropped, inlined (the uncontended unlock)
-        if m.log is not None:
-            m.log.append(("release", m.env._now, self.name, t.tid, ""))
-        if m.tracer is not None:
-            self._trace_span(t.name, "lock")
+        if not m.quiet:
+            if m._log is not None:
+                m._log.append(("release", m.env._now, self.name, t.tid, ""))
+            if m.tracer is not None:
+                self._trace_span(t.name, "lock")
         self.owner = None
         self.pending = False
         if t.prio != t.base_prio:
@@ -625,8 +629,8 @@ class RtMutex(KernelLock):
         # _dropped(t), inlined
         t.held.remove(self)
         m = self.model
-        if m.log is not None:
-            m.log.append(("release", m.env._now, self.name, t.tid, ""))
+        if m._log is not None:
+            m._log.append(("release", m.env._now, self.name, t.tid, ""))
         if m.tracer is not None:
             self._trace_span(t.name, "lock")
         if not self.waiters:  # pragma: no cover - waiters only leave with the lock
@@ -684,7 +688,7 @@ class RtMutex(KernelLock):
         if m.tracer is not None:
             self.since = m.env._now  # the pending-owner interval starts
         self.stats.c[HANDOFFS] += 1
-        log = m.log
+        log = m._log
         if log is not None:
             log.append(("grant", m.env._now, self.name, w.tid, t.tid))
         if m.pi_waiters or t.prio != t.base_prio or w.prio != w.base_prio:  # else no-ops
@@ -748,7 +752,7 @@ class Mutex(KernelLock):
     def _queue_and_sleep(self, cpu: CPU, t: Task) -> int:
         if t not in self.waiters:
             self.waiters.append(t)
-            log = self.model.log
+            log = self.model._log
             if log is not None:
                 log.append(("enqueue", self.model.env._now, self.name, t.tid, t.prio))
         t.post = self._block_post
@@ -779,7 +783,7 @@ class Mutex(KernelLock):
             return self._wake_post(cpu, t)
         m = self.model
         self.stats.c[SLEEPS] += 1
-        log = m.log
+        log = m._log
         if log is not None:
             o = self.owner
             log.append(("sleep", m.env._now, self.name, t.tid, bool(o is not None and o.on_cpu), False))
@@ -826,7 +830,7 @@ class Mutex(KernelLock):
             self.owner = None
         if w.state == T_BLOCKED:
             w.lockw.woken = True
-            log = m.log
+            log = m._log
             if log is not None:
                 log.append(("wake", m.env._now, self.name, w.tid, ""))
             cost += m.m.wake(w, cpu)
@@ -879,7 +883,9 @@ class LockModel:
         self.rt_slowpath = cfg.rt_slowpath
         self.classes: dict[str, LockClassStats] = {}
         self.locks: list[KernelLock] = []
-        self.log: list[tuple[Any, ...]] | None = None  # set to [] to record every lock event (tests)
+        self._log: list[tuple[Any, ...]] | None = None
+        # neither a log nor a tracer: the uncontended paths test this once instead of both
+        self.quiet = self.tracer is None
         self.softirq_runs = 0
         # the engine calls the op's lock directly (BoundOp): no handler of our own per lock op
         m.handle(Lock, run_bound)
@@ -892,6 +898,16 @@ class LockModel:
         if cfg.preempt_rt and cfg.rt_softirq_thread:
             self._threads = [self._spawn_softirq_thread(c.index) for c in m.cpus]
             m.tick_hooks.append(self._on_tick)
+
+    @property
+    def log(self) -> list[tuple[Any, ...]] | None:
+        """Every lock event, when set to a list (tests: ``model.log = []``); None records nothing."""
+        return self._log
+
+    @log.setter
+    def log(self, log: list[tuple[Any, ...]] | None) -> None:
+        self._log = log
+        self.quiet = log is None and self.tracer is None
 
     # -- making locks
     def _stats(self, cls: str) -> LockClassStats:
