@@ -307,13 +307,13 @@ class _Tick:
 
 NORMAL = simpy.core.NORMAL
 TLB_NR_DYN_ASIDS = 6
+"""Per-CPU PCID slots of x86 (arch/x86/include/asm/tlbflush.h): the mms whose TLB entries a CPU
+keeps across switches (see ``Costs.asid_miss``)."""
 # kernel/sched/pelt.c: a task's load halves every LOAD_AVG_PERIOD (32) periods of 1024 us
 PELT_HALF_LIFE_NS = 32 * 1024 * 1000
 # sysctl_sched_nr_migrate: at most this many tasks per load-balance pass (kernel/sched/core.c
 # default 32, SCHED_NR_MIGRATE_BREAK; the loop_max of detach_tasks in kernel/sched/fair.c)
 NR_MIGRATE = 32
-"""Per-CPU PCID slots of x86 (arch/x86/include/asm/tlbflush.h): the mms whose TLB entries a CPU
-keeps across switches (see ``Costs.asid_miss``)."""
 
 MAX_SOFTIRQ_RESTART = 10  # kernel/softirq.c
 NO_PROGRESS_LIMIT = 1_000_000  # zero-time ops in a row before a task is declared stuck
