@@ -261,10 +261,10 @@ def pi_futex_rows(
         data = _base_scenario(profile, f"pi-futex-{s.label}")
         data["kernel"]["locks"] = {}
         # the collector times each run from its start signal: one 2 s run per N before collector
-        # 0.9.0, since then 8 runs of 250 ms alternating between the counts, its rate the median of
-        # the runs'; each seed here is one run as long (at most PI_SPAN), from the start too, so
-        # the start-up transient (the convoy of sleepers forms within ~20 ms) weighs as it does in
-        # the measurement
+        # 0.9.0, since then three, alternating between the counts, its rate all runs' operations
+        # over their time; each seed here is one run, 0.5 s of it (PI_SPAN) from the start too, so
+        # the start-up transient (the convoy of sleepers forms within ~20 ms) weighs at most a
+        # few per cent, as it does in the measurement
         run_ns = item.params.get("run_duration_ns", item.params.get("duration_ns", PI_SPAN))
         span = min(int(run_ns), PI_SPAN)
         data["workload"] = {"kind": "pi_futex", "threads": n, "critical_section": cs, "duration": span, "warmup": 0}
@@ -278,7 +278,7 @@ def pi_futex_rows(
         ops, waits = extra.get("ops"), extra.get("kernel_waits")
         measured_runs = extra.get("run_throughputs_ops_per_s") or []
         runs_note = (
-            f"measured median of {len(measured_runs)} runs ({min(measured_runs):.4g}..{max(measured_runs):.4g} ops/s); "
+            f"measured over {len(measured_runs)} runs ({min(measured_runs):.4g}..{max(measured_runs):.4g} ops/s each); "
             if len(measured_runs) > 1
             else ""
         )

@@ -252,8 +252,9 @@ NOT_MEASURED: dict[str, str] = {
 }
 
 JITTER_INPUTS = ("pipe_write", "pipe_read")
-# A fitted anchor further off than this after the fit gets a warning: the fit matches the bundled
-# profile's anchors within 7 %, so 10 % means the inputs disagree, not that the fit is coarse.
+# A fitted anchor further off than this after the fit gets a warning: on a profile whose items
+# agree the fit matches every anchor within 5-7 %, so 10 % means the inputs disagree, not that
+# the fit is coarse.
 FIT_MISS = 0.10
 
 
