@@ -349,7 +349,7 @@ const char *find_tool(const char *name, char *buf, size_t len)
  * Workloads that fork (run_cmd's commands, the messaging item's senders and receivers) are
  * forked from a small process forked at start-up, not from the collector itself, so that no
  * measurement depends on the items that ran before it. Forked from the collector late in a full
- * run, fork + exec + wait of /bin/true took 1.0-1.1 ms against 0.7 ms early (collector 0.8.0;
+ * run, fork + exec + wait of /bin/true took 1.0-1.2 ms against 0.7 ms early (collector 0.8.0;
  * `perf` showed more time in the page-table copy and teardown, copy_page_range and
  * unmap_page_range: the collector's memory grows as items add their results, about 3 MB
  * resident at start and 9-12 MB late), while the same command forked by the spawner takes
