@@ -161,20 +161,27 @@ def test_eevdf_charges_the_context_switch_to_the_next_task():
     assert a.vruntime == 15 * US
 
 
+def _two_cpus(balance: int = 0, **kernel):
+    """A 2-CPU machine with zero costs (``balance`` aside): HZ 100, voluntary preemption and
+    EEVDF unless ``kernel`` says otherwise."""
+    k = KernelConfig(**{"hz": 100, "preempt": "voluntary", "sched": "eevdf", **kernel})
+    return Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS, balance=balance), Streams(1))
+
+
+def _hog(task):
+    yield cpu(1000 * MS)
+
+
 def _hogs_and_a_wakee(pins, rule="weight"):
     """A 2-CPU EEVDF machine with a CPU hog pinned to each CPU of ``pins`` and a task that
     sleeps 1 ms, run 300 ms so that the tick has averaged each CPU's load."""
-    k = KernelConfig(hz=100, preempt="voluntary", sched="eevdf", wake_affine=rule)
-    m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS), Streams(1))
-
-    def hog(task):
-        yield cpu(1000 * MS)
+    m = _two_cpus(wake_affine=rule)
 
     def idle(task):
         yield sleep(1 * MS)
 
     for c in pins:
-        m.spawn(hog, f"hog{c}", affinity=[c])
+        m.spawn(_hog, f"hog{c}", affinity=[c])
     w = m.spawn(idle, "wakee")
     run(m, 300 * MS)
     return m, w
@@ -228,17 +235,13 @@ def test_pack_keeps_a_wakee_on_a_lone_wakers_cpu_and_spreads_otherwise():
     # waker's CPU when the waker runs alone there, even with the other CPU idle (mainline's
     # 'weight' takes the idle previous CPU); with a second task queued there, 'weight' decides
     def placement(rule, queued):
-        k = KernelConfig(hz=100, preempt="voluntary", sched="eevdf", wake_affine=rule)
-        m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS), Streams(1))
-
-        def hog(task):
-            yield cpu(1000 * MS)
+        m = _two_cpus(wake_affine=rule)
 
         def idle(task):
             yield sleep(100 * MS)
 
         for i in range(1 + queued):
-            m.spawn(hog, f"hog{i}", affinity=[0])
+            m.spawn(_hog, f"hog{i}", affinity=[0])
         w = m.spawn(idle, "wakee")
         run(m, 1 * MS)
         w.cpu = 1
@@ -254,8 +257,7 @@ def test_fork_pack_starts_a_child_on_its_lone_parents_cpu():
     # kernel.fork_balance: mainline SD_BALANCE_FORK starts the child on the idle CPU; the
     # development machine's rule (wake_placement series fork) keeps it on a parent running alone
     def child_cpu(rule):
-        k = KernelConfig(hz=100, preempt="voluntary", sched="eevdf", fork_balance=rule)
-        m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS), Streams(1))
+        m = _two_cpus(fork_balance=rule)
         where = []
 
         def child(task):
@@ -343,14 +345,9 @@ def test_netns_script_variant_runs_the_collector_commands_on_v6_paths():
 def _queue_on_cpu0(sched: str, n: int):
     """A 2-CPU machine with ``n`` hogs queued on CPU 0 (pinned while they start, then free to
     move) and one hog pinned to CPU 1."""
-    k = KernelConfig(hz=1000, preempt="voluntary", sched=sched)
-    m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS, balance=1), Streams(1))
-
-    def hog(task):
-        yield cpu(1000 * MS)
-
-    free = [m.spawn(hog, f"hog{i}", affinity=[0]) for i in range(n)]
-    m.spawn(hog, "pinned", affinity=[1])
+    m = _two_cpus(balance=1, hz=1000, sched=sched)
+    free = [m.spawn(_hog, f"hog{i}", affinity=[0]) for i in range(n)]
+    m.spawn(_hog, "pinned", affinity=[1])
     run(m, 40 * MS)
     for t in free:
         t.affinity = None
