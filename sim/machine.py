@@ -1725,28 +1725,18 @@ class Machine:
         """Periodic load_balance into ``cpu``: under EEVDF (6.x) detach_tasks() moves tasks
         until the imbalance is gone, at most sysctl_sched_nr_migrate (32) per pass; the older
         eras' path moves one task per balance (a simplification kept for their stories)."""
-        if self.eevdf:
-            return self._pull_imbalance(cpu, 0, respect_hot=True) * self.costs.balance
-        busiest = max(self.cpus, key=lambda c: (c.nr_running, -c.index))
-        if busiest is cpu or busiest.nr_running - cpu.nr_running < 2:
-            return 0
-        t = busiest._steal_candidate(cpu.index, self.env.now, respect_hot=True)
-        if t is None:
-            return 0
-        busiest._detach(t)
-        self._migrate_vruntime(t, busiest, cpu)
-        cpu._enqueue(t)
-        return self.costs.balance
+        limit = NR_MIGRATE if self.eevdf else 1
+        return self._pull_imbalance(cpu, 0, respect_hot=True, limit=limit) * self.costs.balance
 
-    def _pull_imbalance(self, cpu: CPU, incoming: int, respect_hot: bool) -> int:
+    def _pull_imbalance(self, cpu: CPU, incoming: int, respect_hot: bool, limit: int = NR_MIGRATE) -> int:
         """Move queued tasks from the busiest CPU to ``cpu`` while they differ by two or more
-        runnable tasks (``incoming``: tasks already on their way to ``cpu``), at most 32
+        runnable tasks (``incoming``: tasks already on their way to ``cpu``), at most ``limit``
         (sysctl_sched_nr_migrate, the loop_max of sched_balance_rq/detach_tasks in
         kernel/sched/fair.c); the count moved. Counting tasks stands for calculate_imbalance()'s
         load (equal weights)."""
         moved = 0
         now = self.env.now
-        while moved < NR_MIGRATE:
+        while moved < limit:
             busiest = max(self.cpus, key=lambda c: (c.nr_running, -c.index))
             if busiest is cpu or busiest.nr_running - (cpu.nr_running + incoming) < 2:
                 break
