@@ -450,6 +450,8 @@ class Calibration:
     machine: dict[str, Any] = field(default_factory=dict)
     workload: dict[str, dict[str, Estimate]] = field(default_factory=dict)
     """Workload knobs set from component items (:data:`WORKLOAD_DIRECT`): kind -> knob -> estimate."""
+    tick_busy: TickTable = field(default_factory=lambda: TickTable((), "", ()))
+    """``Costs.tick_busy``: a table copied from the profile, not an estimate (:func:`tick_table`)."""
 
     def workload_mapping(self) -> dict[str, dict[str, int]]:
         return {k: {p: int(round(e.value)) for p, e in v.items()} for k, v in self.workload.items()}
@@ -458,9 +460,12 @@ class Calibration:
         """The calibrated costs as a params file holds them (ns rounded, jitter_cv to 3 places)."""
         return make_costs(self.costs_mapping())
 
-    def costs_mapping(self) -> dict[str, int | float]:
-        out: dict[str, int | float] = {}
+    def costs_mapping(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         for f in dataclasses.fields(Costs):
+            if f.name in TABLES:
+                out[f.name] = [list(r) for r in self.tick_busy.rows]
+                continue
             v = self.estimates[f.name].value
             out[f.name] = round(v, 3) if f.name == "jitter_cv" else int(round(v))
         return out
@@ -474,7 +479,12 @@ class Calibration:
             "bootstrap": self.bootstrap,
             "held_back_items": sorted(HELD_BACK),
             "costs": self.costs_mapping(),
-            "parameters": [self.estimates[f.name].to_json() for f in dataclasses.fields(Costs)],
+            "parameters": [self.estimates[f.name].to_json() for f in dataclasses.fields(Costs) if f.name not in TABLES],
+            "tick_busy": {
+                "rows": len(self.tick_busy.rows),
+                "formula": self.tick_busy.formula,
+                "inputs": list(self.tick_busy.inputs),
+            },
             "workload": {k: [e.to_json() for e in v.values()] for k, v in self.workload.items()},
             "outcomes": [o.to_json() for o in self.outcomes],
             "warnings": list(self.warnings),
@@ -560,13 +570,62 @@ def robust_cv(x: np.ndarray) -> float:
     return float(np.std(core, ddof=1) / mean)
 
 
-def make_costs(values: Mapping[str, float]) -> Costs:
+def make_costs(values: Mapping[str, Any]) -> Costs:
     base = Costs()
     kw: dict[str, Any] = {}
     for f in dataclasses.fields(Costs):
         v = values.get(f.name, getattr(base, f.name))
-        kw[f.name] = float(v) if f.name == "jitter_cv" else max(0, int(round(v)))
+        if f.name in TABLES:
+            kw[f.name] = tuple(tuple(max(0, int(x)) for x in row) for row in v)
+        else:
+            kw[f.name] = float(v) if f.name == "jitter_cv" else max(0, int(round(v)))
     return Costs(**kw)
+
+
+TABLES = ("tick_busy",)
+"""Costs fields that are measured tables copied from the profile, not estimates."""
+
+
+@dataclass(frozen=True)
+class TickTable:
+    """``Costs.tick_busy`` as :func:`tick_table` reads it from a profile."""
+
+    rows: tuple[tuple[int, ...], ...]
+    formula: str
+    inputs: tuple[str, ...]
+
+
+def tick_table(profile: Profile, warnings: list[str] | None = None) -> TickTable:
+    """``Costs.tick_busy`` from ``irq_cost.tick_busy`` (collector 0.10.0+): the rows of the
+    series (one value per CPU per jiffy, every CPU spinning), keeping the rows in which every
+    value is in the tick's long mode (the same split as ``irq_cost.tick``, :func:`long_mode`:
+    a jiffy in which one CPU's window held only a short gap missed that CPU's tick). Empty, with
+    a warning, for an older profile: the model's ticks are then ``tick`` x jitter.
+
+    Why a table and not a spread: the CPUs' ticks start at the same jiffy edge and share the
+    host, so their lengths go together, and their difference (who comes back first) decides
+    races such as a PI-futex handoff's; a lognormal fitted to the same rows (a shared and a
+    per-CPU sigma) put the 2-thread PI-futex composite 20-35 % below the table's result, its
+    tails being too thin [model measurement, Nov 2026]."""
+    it = profile.items.get("irq_cost")
+    s = it.get_series("tick_busy") if it is not None and it.status == "ok" else None
+    ncpu = int(s.params.get("cpus", 0)) if s is not None else 0
+    if s is None or ncpu < 1 or not s.samples or len(s.samples) % ncpu:
+        if warnings is not None and profile.cpus >= 2:
+            warnings.append(
+                "tick_busy: the profile has no usable irq_cost.tick_busy series (collector < 0.10.0); the model's "
+                "ticks are tick x jitter, independent on every CPU (re-collect irq_cost to measure them together)"
+            )
+        return TickTable((), "", ())
+    flat = np.asarray(s.samples, dtype=float)
+    rows = flat.reshape(-1, ncpu)
+    floor = float(np.min(long_mode(flat)))
+    keep = rows[np.all(rows >= floor, axis=1)]
+    formula = (
+        f"irq_cost.tick_busy rows ({ncpu} CPUs, cpu_list {s.params.get('cpu_list')}): {len(keep)} of {len(rows)} "
+        f"jiffies, those with every CPU's value in the long mode (>= {floor:.0f} ns)"
+    )
+    return TickTable(tuple(tuple(int(round(v)) for v in r) for r in keep), formula, ("irq_cost.tick_busy",))
 
 
 def _direct_values(med: Mapping[str, float], cross: bool, base: Costs, warnings: list[str] | None) -> dict[str, float]:
@@ -843,6 +902,7 @@ def calibrate(
         if q.startswith("sleep"):  # the only kind of check today
             rows.append(OutcomeRow(q, _m(q), med[q] - slack, sim, "check", f"measured median minus timer slack {slack:.0f} ns"))
     workload = workload_estimates(profile, bootstrap, rng_seed, warnings)
+    ticks = tick_table(profile, warnings)
     m = profile.machine
     machine = {
         "host": profile.uname.nodename,
@@ -856,7 +916,7 @@ def calibrate(
         "mode": profile.options.mode,
     }
     step("done", 1.0)
-    return Calibration(profile.source, target, seeds, bootstrap, estimates, rows, warnings, machine, workload)
+    return Calibration(profile.source, target, seeds, bootstrap, estimates, rows, warnings, machine, workload, ticks)
 
 
 def optional_direct(

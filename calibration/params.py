@@ -176,6 +176,11 @@ def params_toml(cal: Calibration, profile_path: str | Path, *, command: str = ""
     lines += ["", "[costs]"]
     costs = cal.costs_mapping()
     for name, value in costs.items():
+        if name == "tick_busy":
+            t = cal.tick_busy
+            lines.append(f"# measured table: {t.formula or 'none in the profile (ticks are tick x jitter)'}")
+            lines.append(f"{name} = {_toml_value(value)}")
+            continue
         e = cal.estimates[name]
         ratio = name == "jitter_cv"
         lines.append(f"# {e.method}: {e.formula}; {_fmt_ci(e.low, e.high, ratio)}")
@@ -189,6 +194,11 @@ def params_toml(cal: Calibration, profile_path: str | Path, *, command: str = ""
             lines.append(f"{name} = {_toml_value(int(round(e.value)))}")
     lines += ["", "[provenance.costs]"]
     for name in costs:
+        if name == "tick_busy":
+            t = cal.tick_busy
+            entry = {"method": "measured", "formula": t.formula or "no table in the profile", "inputs": list(t.inputs)}
+            lines.append(f"{name} = {_toml_value(entry)}")
+            continue
         e = cal.estimates[name]
         ci = None if e.low is None else [round(e.low, 3), round(e.high or 0.0, 3)]
         entry = {"method": e.method, "formula": e.formula, "inputs": list(e.inputs), "ci95": ci}

@@ -1130,7 +1130,8 @@ class CPU:
         else:
             self.tick_on = True
             self._arm_tick_at(now + period)
-        self.raise_irq(m.jit_sched.apply(m.costs.tick), self._tick_fn if due is None else lambda c: self._tick_due(c, due))
+        cost = m.jit_sched.apply(m.costs.tick) if m.tick_busy is None else m.tick_busy_cost(self.index, now // period)
+        self.raise_irq(cost, self._tick_fn if due is None else lambda c: self._tick_due(c, due))
 
     def _tick_due(self, cpu: CPU, due: list[Callable[[CPU], int | None]]) -> int:
         extra = self._tick_fn(cpu)
@@ -1269,6 +1270,12 @@ class Machine:
         self.exit_hooks: list[Callable[[CPU, Task], None]] = []
         self.idle_exit_latency: Callable[[CPU], int] = self._default_idle_exit
         self._jit_idle = streams.jitter("idle", costs.jitter_cv)
+        # Costs.tick_busy: one measured jiffy of tick durations (a value per CPU) per simulated
+        # jiffy, drawn from its own stream so a run without the table draws exactly as before
+        self.tick_busy: tuple[tuple[int, ...], ...] | None = costs.tick_busy or None
+        self._tick_gen = streams.get("tick") if costs.tick_busy else None
+        self._tick_jiffy = -1
+        self._tick_row: tuple[int, ...] = ()
         self.cpus = [CPU(self, i) for i in range(config.cpus)]
         n = config.cpus
         # for each CPU, the others in the order a search starting after it visits them
@@ -1351,6 +1358,20 @@ class Machine:
         if tracer is not None:
             tracer.instant(dst.tid, name, self.env.now, args={"from": src.index if src else -1})
         self.interrupt(dst, self.jit_sched.apply(self.costs.ipi_handler), fn, self.jit_sched.apply(self.costs.ipi_latency))
+
+    def tick_busy_cost(self, cpu: int, jiffy: int) -> int:
+        """The tick handler's duration on CPU ``cpu`` in ``jiffy`` from :attr:`Costs.tick_busy`:
+        the first tick of a jiffy draws one measured jiffy (a duration per CPU), the jiffy's other
+        ticks read the same one, so the CPUs' ticks keep the measured relation to each other
+        (kernel/time/tick-sched.c starts every CPU's tick at the same jiffy edge unless
+        skew_tick is set; how long each one runs differs by CPU and by jiffy)."""
+        if jiffy != self._tick_jiffy:
+            table = self.tick_busy
+            assert table is not None and self._tick_gen is not None
+            self._tick_jiffy = jiffy
+            self._tick_row = table[int(self._tick_gen.integers(len(table)))]
+        row = self._tick_row
+        return max(1, row[cpu % len(row)])
 
     def _default_idle_exit(self, cpu: CPU) -> int:
         return self._jit_idle.apply(self.costs.idle_exit)

@@ -208,6 +208,18 @@ class Costs:
         min=0,
         source=f"{PROFILE}: irq_cost tick median (gap in a user-mode spinner)",
     )
+    tick_busy: tuple[tuple[int, ...], ...] = knob(
+        (),
+        doc="the tick handler's duration on every CPU in one jiffy with all CPUs busy, jiffy by jiffy (one "
+        "list per measured jiffy, one value per CPU in CPU order); when given, each jiffy's ticks take one "
+        "measured list drawn at random, CPU i its value i mod the list's length, instead of tick x jitter. "
+        "The ticks of one jiffy are not independent (they start together and see the same host), and "
+        "how far apart they end decides races such as who reaches a handed-over lock first",
+        unit="ns",
+        min=0,
+        source="collector: irq_cost.tick_busy (a spinner on every CPU; rcusim calibrate copies it); "
+        "empty (tick x jitter) without one",
+    )
     timer_irq: int = knob(
         13_260,
         doc="an hrtimer interrupt that wakes a sleeper",

@@ -64,6 +64,9 @@ def print_report(cal: Calibration, out: Any) -> None:
         for name, e in knobs.items():
             ci = "-" if e.low is None else f"{_fmt(name, e.low)}..{_fmt(name, e.high)}"
             t.add_row(f"workload.{kind}.{name}", _fmt(name, e.value), ci, e.method, e.formula)
+    tb = cal.tick_busy
+    if tb.rows:
+        t.add_row("tick_busy", f"{len(tb.rows)} rows", "-", "measured", tb.formula)
     con.print(t)
     o = Table(title="microbenchmarks: measured median vs simulated (fitted anchors and checks)", title_justify="left")
     for col in ("outcome", "item", "measured ns", "simulated ns", "error", "role", "note"):

@@ -10,6 +10,8 @@
  *   the process sends it membarrier(PRIVATE_EXPEDITED) IPIs ("ipi"; the sender's
  *   call latency is "ipi_round_trip"), and when a timerfd hrtimer it armed
  *   itself expires with no waiter ("hrtimer": the gap that contains the expiry).
+ *   "tick_busy" spins on every CPU at once and keeps, jiffy by jiffy, the tick's
+ *   gap on each CPU: the ticks of one jiffy start together and are not independent.
  *   A gap is the time the CPU spent away from the task: entry, handler, exit,
  *   and on a virtual machine the hypervisor's share.
  */
@@ -298,7 +300,7 @@ static int64_t clock_step(void)
  * 1/20 of the period is the spinner being preempted by another task (often at a tick), not an
  * interrupt: it is left out of both. */
 #define PHASE_BINS 50
-static void tick_gaps(const struct gaplog *log, int64_t period, sampleset *out, int *modal_share_pct)
+static int modal_phase_bin(const struct gaplog *log, int64_t period)
 {
 	int64_t bins[PHASE_BINS] = {0}, longest = period / 20;
 	for (size_t i = 0; i < log->n; i++)
@@ -308,16 +310,109 @@ static void tick_gaps(const struct gaplog *log, int64_t period, sampleset *out, 
 	for (int b = 1; b < PHASE_BINS; b++)
 		if (bins[b] > bins[best])
 			best = b;
+	return best;
+}
+
+static int at_tick(const struct gap *g, int64_t period, int best)
+{
+	int b = (int)((g->start % period) * PHASE_BINS / period);
+	int d = abs(b - best);
+	return g->len <= period / 20 && (d <= 1 || d >= PHASE_BINS - 1);
+}
+
+static void tick_gaps(const struct gaplog *log, int64_t period, sampleset *out, int *modal_share_pct)
+{
+	int best = modal_phase_bin(log, period);
 	long kept = 0;
 	for (size_t i = 0; i < log->n; i++) {
-		int b = (int)((log->v[i].start % period) * PHASE_BINS / period);
-		int d = abs(b - best);
-		if (log->v[i].len <= longest && (d <= 1 || d >= PHASE_BINS - 1)) {
+		if (at_tick(&log->v[i], period, best)) {
 			ss_add(out, (double)log->v[i].len);
 			kept++;
 		}
 	}
 	*modal_share_pct = log->n ? (int)(100 * kept / (long)log->n) : 0;
+}
+
+/* tick_busy: a spinner on every allowed CPU (at most TB_MAX_CPUS) at once. Each CPU's gaps in its
+ * own modal tick window are summed per jiffy (the window's centre is the tick; a jiffy's index is
+ * its gap start rounded to the nearest tick), and every jiffy in which all CPUs have such a gap
+ * gives one row of the series: the CPUs' values in CPU order, rows one after another. At most
+ * max_samples / CPUs rows are kept (the first ones), so the stored samples are the whole series
+ * and the rows stay intact. */
+#define TB_MAX_CPUS 16
+static void tick_busy_series(item_ctx *ctx, int64_t threshold, int64_t dur, int64_t period)
+{
+	const struct options *o = ctx->opt;
+	int k = o->ncpus < TB_MAX_CPUS ? o->ncpus : TB_MAX_CPUS;
+	if (k < 2)
+		return; /* one CPU: the same as "tick" */
+	struct gaplog logs[TB_MAX_CPUS];
+	struct spin_gaps g[TB_MAX_CPUS];
+	pthread_t th[TB_MAX_CPUS];
+	int started[TB_MAX_CPUS] = {0}, ok = 1;
+	for (int c = 0; c < k; c++) {
+		logs[c] = (struct gaplog){.cap = 200000};
+		logs[c].v = calloc(logs[c].cap, sizeof(*logs[c].v));
+		ok = ok && logs[c].v;
+	}
+	for (int c = 0; ok && c < k; c++) {
+		g[c] = (struct spin_gaps){.cpu = o->cpus[c], .threshold = threshold, .duration = dur, .log = &logs[c]};
+		started[c] = spawn_thread(gap_spinner, &g[c], &th[c]) == 0;
+		ok = started[c];
+	}
+	for (int c = 0; c < k; c++)
+		if (started[c])
+			pthread_join(th[c], NULL);
+	long rows = 0, jiffies = 0, maxrows = (long)(o->max_samples / (size_t)k);
+	sampleset flat;
+	ss_init(&flat);
+	if (ok) {
+		int64_t first = INT64_MAX, last = 0;
+		int best[TB_MAX_CPUS];
+		for (int c = 0; c < k; c++) {
+			best[c] = modal_phase_bin(&logs[c], period);
+			if (logs[c].n && logs[c].v[0].start < first)
+				first = logs[c].v[0].start;
+			if (logs[c].n && logs[c].v[logs[c].n - 1].start > last)
+				last = logs[c].v[logs[c].n - 1].start;
+		}
+		jiffies = first < last ? (long)((last - first) / period) + 3 : 0;
+		int64_t *sum = calloc((size_t)jiffies * (size_t)k + 1, sizeof(*sum));
+		for (int c = 0; sum && c < k; c++) {
+			int64_t centre = (2 * best[c] + 1) * period / (2 * PHASE_BINS);
+			for (size_t i = 0; i < logs[c].n; i++) {
+				const struct gap *q = &logs[c].v[i];
+				if (!at_tick(q, period, best[c]))
+					continue;
+				long j = (long)((q->start - first - centre + period + period / 2) / period);
+				if (j >= 0 && j < jiffies)
+					sum[j * k + c] += q->len;
+			}
+		}
+		for (long j = 0; sum && j < jiffies && rows < maxrows; j++) {
+			int all = 1;
+			for (int c = 0; c < k; c++)
+				all = all && sum[j * k + c] > 0;
+			if (!all)
+				continue;
+			for (int c = 0; c < k; c++)
+				ss_add(&flat, (double)sum[j * k + c]);
+			rows++;
+		}
+		free(sum);
+	}
+	jv *ent = item_series_add(ctx, "tick_busy", &flat, "ns");
+	jv *prm = jv_get(ent, "params");
+	jv_set(prm, "cpus", jv_int(k));
+	jv *cl = jv_set(prm, "cpu_list", jv_arr());
+	for (int c = 0; c < k; c++)
+		jv_push(cl, jv_int(o->cpus[c]));
+	jv_set(prm, "rows", jv_int(rows));
+	jv_set(prm, "jiffies", jv_int(jiffies));
+	jv_set(prm, "layout", jv_str("rows of one value per CPU (cpu_list order), one row per jiffy"));
+	ss_free(&flat);
+	for (int c = 0; c < k; c++)
+		free(logs[c].v);
 }
 
 void item_irq_cost(item_ctx *ctx)
@@ -336,7 +431,9 @@ void item_irq_cost(item_ctx *ctx)
 			 "the tick period (clock_getres of CLOCK_MONOTONIC_COARSE). ipi: a thread on cpu A calls "
 			 "membarrier(PRIVATE_EXPEDITED) every 50 us; gaps that overlap a call (the call's latency is "
 			 "ipi_round_trip, only calls that interrupted cpu B). hrtimer: the spinner arms a timerfd 20 us "
-			 "ahead with no reader; the first gap ending after the expiry. Top level = tick.");
+			 "ahead with no reader; the first gap ending after the expiry. tick_busy: a spinner on every "
+			 "allowed CPU at once (at most 16); per jiffy, each CPU's gaps in its modal tick window summed; "
+			 "rows of one value per CPU for the jiffies in which every CPU had one. Top level = tick.");
 	jv_set(ctx->params, "cpu_b", jv_int(cpu_b));
 	jv_set(ctx->params, "clock_step_ns", jv_int(step));
 	jv_set(ctx->params, "gap_threshold_ns", jv_int(threshold));
@@ -372,6 +469,9 @@ void item_irq_cost(item_ctx *ctx)
 	jv_set(prm, "ticks_per_s", jv_num((double)tick.n * 1e9 / (double)dur));
 	jv_set(prm, "modal_phase_share_pct", jv_int(share));
 	ss_free(&tick);
+
+	/* tick_busy: every CPU spins at once */
+	tick_busy_series(ctx, threshold, dur, period);
 
 	/* ipi: membarrier from cpu A to the spinner on cpu B */
 	if (o->ncpus >= 2 && membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0) {

@@ -1,0 +1,99 @@
+"""Costs.tick_busy: measured jiffies of tick durations, one value per CPU, drawn a jiffy at a time,
+and the calibration that copies them from a profile's irq_cost.tick_busy series."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from calibration.fit import tick_table
+from calibration.profile import load_profile
+from sim.machine import IRQ, Env, Machine
+from sim.ops import cpu
+from sim.params import KernelConfig, MachineConfig
+from sim.rng import Streams
+from sim.units import MS
+
+from .helpers import ZERO_COSTS
+
+TABLE = ((10_000, 30_000), (20_000, 40_000), (15_000, 35_000))
+
+
+def _busy(cpus: int, table=TABLE, seed: int = 1, hz: int = 250) -> Machine:
+    """``cpus`` CPUs each running a pinned hog for 200 ms, every cost 0 but the ticks."""
+    c = dataclasses.replace(ZERO_COSTS, tick_busy=table)
+    m = Machine(Env(), MachineConfig(cpus=cpus), KernelConfig(hz=hz), c, Streams(seed))
+
+    def hog(task):
+        yield cpu(1000 * MS)
+
+    for i in range(cpus):
+        m.spawn(hog, f"hog{i}", affinity=[i])
+    m.env.run(until=m.env.timeout(200 * MS))
+    return m
+
+
+def test_every_cpu_takes_its_value_of_the_same_measured_jiffy():
+    # Rows drawn per CPU would make the difference vary from tick to tick; drawn per jiffy, CPU 1
+    # is always 20 us behind CPU 0, whatever the rows drawn
+    m = _busy(2)
+    irq0, irq1 = (c.acc[IRQ] for c in m.cpus)
+    ticks = m.cpus[0].ticks
+    assert ticks == m.cpus[1].ticks and ticks >= 40
+    assert irq1 - irq0 == 20_000 * ticks
+    # and the draws are not all the same row
+    assert irq0 not in {r[0] * ticks for r in TABLE}
+
+
+def test_rows_narrower_than_the_machine_wrap_around():
+    m = _busy(3)
+    irq = [c.acc[IRQ] for c in m.cpus]
+    assert irq[2] == irq[0] and irq[1] - irq[0] == 20_000 * m.cpus[0].ticks
+
+
+def test_same_seed_same_draws_and_another_seed_others():
+    a, b, c = (_busy(2, seed=s) for s in (1, 1, 2))
+    assert a.cpus[0].acc[IRQ] == b.cpus[0].acc[IRQ]
+    assert a.cpus[0].acc[IRQ] != c.cpus[0].acc[IRQ]
+
+
+def test_without_a_table_the_tick_is_tick_times_jitter():
+    m = _busy(2, table=())
+    assert m.tick_busy is None
+    c = dataclasses.replace(ZERO_COSTS, tick=7_000)
+    m = Machine(Env(), MachineConfig(cpus=1), KernelConfig(hz=250), c, Streams(1))
+
+    def hog(task):
+        yield cpu(1000 * MS)
+
+    m.spawn(hog, "hog")
+    m.env.run(until=m.env.timeout(100 * MS))
+    assert m.cpus[0].acc[IRQ] == 7_000 * m.cpus[0].ticks
+
+
+# ------------------------------------------------------------------ the calibration
+
+
+def test_tick_table_keeps_whole_rows_in_the_long_mode():
+    prof = load_profile("calibration/profiles/default.json")
+    s = prof.item("irq_cost").get_series("tick_busy")
+    if s is None:
+        pytest.skip("the bundled profile predates irq_cost.tick_busy")
+    t = tick_table(prof)
+    k = int(s.params["cpus"])
+    flat = np.asarray(s.samples, dtype=float).reshape(-1, k)
+    assert t.rows and all(len(r) == k for r in t.rows)
+    assert len(t.rows) <= len(flat)
+    # every kept row is a measured row, in order
+    it = iter(tuple(int(round(v)) for v in r) for r in flat)
+    assert all(any(r == x for x in it) for r in t.rows)
+    assert min(min(r) for r in t.rows) > 1_000  # the 0.3-0.5 us gaps are not ticks
+
+
+def test_tick_table_of_an_older_profile_is_empty_with_a_warning():
+    prof = load_profile("calibration/profiles/history/dev-2026-11-22T1141.json")
+    warnings: list[str] = []
+    t = tick_table(prof, warnings)
+    assert t.rows == () and any("irq_cost.tick_busy" in w for w in warnings)
