@@ -598,8 +598,8 @@ class TickTable:
 def tick_table(profile: Profile, warnings: list[str] | None = None) -> TickTable:
     """``Costs.tick_busy`` from ``irq_cost.tick_busy`` (collector 0.10.0+): the rows of the
     series (one value per CPU per jiffy, every CPU spinning), keeping the rows in which every
-    value is in the tick's long mode (the same split as ``irq_cost.tick``, :func:`long_mode`:
-    a jiffy in which one CPU's window held only a short gap missed that CPU's tick). Empty, with
+    value reaches the long mode of ``irq_cost.tick`` (:func:`long_mode`: a jiffy in which one
+    CPU's window held only a short gap missed that CPU's tick). Empty, with
     a warning, for an older profile: the model's ticks are then ``tick`` x jitter.
 
     Why a table and not a spread: the CPUs' ticks start at the same jiffy edge and share the
@@ -619,7 +619,11 @@ def tick_table(profile: Profile, warnings: list[str] | None = None) -> TickTable
         return TickTable((), "", ())
     flat = np.asarray(s.samples, dtype=float)
     rows = flat.reshape(-1, ncpu)
-    floor = float(np.min(long_mode(flat)))
+    # the tick's long mode comes from irq_cost.tick, which has both modes in numbers (one CPU's
+    # short gaps are separate samples there); in tick_busy a short gap is summed into its jiffy's
+    # value, so a value below that floor is a jiffy whose tick fell outside the window
+    tick = profile.series("irq_cost", "tick").samples
+    floor = float(np.min(long_mode(np.asarray(tick, dtype=float)))) if tick else 0.0
     keep = rows[np.all(rows >= floor, axis=1)]
     formula = (
         f"irq_cost.tick_busy rows ({ncpu} CPUs, cpu_list {s.params.get('cpu_list')}): {len(keep)} of {len(rows)} "

@@ -531,7 +531,6 @@ class CPU:
         m = self.m
         self.idle_exits += 1
         self._set_state(WAKING)
-        self._start_tick()
         for h in m.idle_exit_hooks:
             h(self)
         self._after(m.idle_exit_latency(self), self._dispatch_b)
@@ -980,6 +979,14 @@ class CPU:
                 prev.nivcsw += 1
             elif prev.state == T_BLOCKED:
                 prev.nvcsw += 1
+        elif not self.tick_on:
+            # Coming from idle, its interrupts handled. With a task to run the idle loop ends:
+            # tick_nohz_idle_exit (kernel/time/tick-sched.c, tick_nohz_restart) restarts a stopped
+            # tick forwarded to the first jiffy edge after now, so an edge that passed while the
+            # CPU left the idle state and handled its wakeup brought no tick. Without one the
+            # idle loop goes round and tick_nohz_idle_stop_tick asks again whether the tick may
+            # stay stopped; the model asks at the next edge (_tick_event, nohz_veto_hooks).
+            self._start_tick()
         for h in m.switch_hooks:
             h(self, prev, nxt)
         if nxt is None:
@@ -1120,8 +1127,10 @@ class CPU:
         self.tick_at = None
         period = m.tick_ns
         due = self.jiffy_timers.pop(now // period, None) if self.jiffy_timers else None
-        if self.state == IDLE and m.kernel.nohz_idle and not any(h(self) for h in m.nohz_veto_hooks):
-            # NO_HZ idle: no periodic tick; wake only for the next jiffy timer, if any
+        if self.curr is None and m.kernel.nohz_idle and not any(h(self) for h in m.nohz_veto_hooks):
+            # NO_HZ idle: no periodic tick; wake only for the next jiffy timer, if any. The tick
+            # stays stopped while the idle task runs: also while the CPU leaves the idle state
+            # and handles the interrupts that woke it; it restarts when a task is picked (_schedule)
             self.tick_on = False
             if self.jiffy_timers:
                 self._arm_tick_at(min(self.jiffy_timers) * period)

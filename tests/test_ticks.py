@@ -11,7 +11,7 @@ import pytest
 from calibration.fit import tick_table
 from calibration.profile import load_profile
 from sim.machine import IRQ, Env, Machine
-from sim.ops import cpu
+from sim.ops import cpu, sleep
 from sim.params import KernelConfig, MachineConfig
 from sim.rng import Streams
 from sim.units import MS
@@ -97,3 +97,41 @@ def test_tick_table_of_an_older_profile_is_empty_with_a_warning():
     warnings: list[str] = []
     t = tick_table(prof, warnings)
     assert t.rows == () and any("irq_cost.tick_busy" in w for w in warnings)
+
+
+# ------------------------------------------------------------------ NO_HZ idle: when the tick restarts
+
+
+def _sleeper(idle_exit: int, hz: int = 1000, nohz_idle: bool = True) -> tuple[Machine, list[tuple[int, bool]]]:
+    """One CPU, a task that runs 2.5 ms then sleeps 1.3 ms, ten times; leaving idle takes
+    ``idle_exit``. Returns the machine and every tick as (time, the idle task was running)."""
+    c = dataclasses.replace(ZERO_COSTS, idle_exit=idle_exit)
+    m = Machine(Env(), MachineConfig(cpus=1), KernelConfig(hz=hz, nohz_idle=nohz_idle), c, Streams(1))
+    ticks: list[tuple[int, bool]] = []
+    m.tick_hooks.append(lambda cpu: ticks.append((m.env.now, cpu.curr is None)))
+
+    def task(t):
+        for _ in range(10):
+            yield cpu(2_500_000)
+            yield sleep(1_300_000)
+
+    m.spawn(task, "t")
+    m.env.run(until=m.env.timeout(60 * MS))
+    return m, ticks
+
+
+def test_no_tick_while_the_cpu_leaves_nohz_idle():
+    # Leaving idle takes 0.8 ms, so jiffy edges keep falling while the CPU is on its way out;
+    # tick_nohz_idle_exit restarts the tick only when the idle loop ends (a task is picked),
+    # forwarded past those edges. Ticking at them (restarting at the start of the exit) fails this.
+    m, ticks = _sleeper(800_000)
+    assert m.cpus[0].idle_exits >= 10
+    assert ticks and not any(idle for _, idle in ticks)
+    # the running task gets its ticks: two of the 2.5 ms segments' edges at least, each time
+    assert len(ticks) >= 20
+
+
+def test_without_nohz_idle_the_tick_never_stops():
+    _, ticks = _sleeper(800_000, nohz_idle=False)
+    assert any(idle for _, idle in ticks)
+    assert len(ticks) >= 59  # one per jiffy of the 60 ms (the last one may be handled after the end)
