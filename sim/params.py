@@ -276,3 +276,9 @@ class Costs:
         max=2.0,
         source=f"{PROFILE}: CV of the central 90% of single pipe_costs write and read calls",
     )
+
+    def check(self, path: str) -> None:
+        for i, row in enumerate(self.tick_busy):
+            if not row:
+                where = f"{path}.tick_busy[{i}]" if path else f"tick_busy[{i}]"
+                raise ConfigError(where, "is an empty jiffy", "give one tick duration per CPU, e.g. [18000, 17500]")

@@ -135,3 +135,16 @@ def test_without_nohz_idle_the_tick_never_stops():
     _, ticks = _sleeper(800_000, nohz_idle=False)
     assert any(idle for _, idle in ticks)
     assert len(ticks) >= 59  # one per jiffy of the 60 ms (the last one may be handled after the end)
+
+
+def test_an_empty_jiffy_is_a_clear_error():
+    from sim.config import from_mapping
+    from sim.errors import ConfigError
+    from sim.params import Costs
+
+    with pytest.raises(ConfigError) as e:
+        from_mapping(Costs, {"tick_busy": [[18_000, 17_000], []]}, "costs")
+    assert e.value.field == "costs.tick_busy[1]" and "one tick duration per CPU" in e.value.fix
+    with pytest.raises(ConfigError) as e:
+        from_mapping(Costs, {"tick_busy": [[18_000, -1]]}, "costs")
+    assert e.value.field == "costs.tick_busy[0][1]"
