@@ -45,7 +45,7 @@ from .params import Costs, KernelConfig, MachineConfig
 from .rng import Jitter, Streams
 from .stats import FLUSH, LogHistogram
 from .task import BLOCKED as T_BLOCKED
-from .task import DONE, RUNNABLE, Task
+from .task import DONE, NICE_0_WEIGHT, RUNNABLE, Task
 
 if TYPE_CHECKING:
     from .trace import Tracer
@@ -314,6 +314,8 @@ PELT_HALF_LIFE_NS = 32 * 1024 * 1000
 # sysctl_sched_nr_migrate: at most this many tasks per load-balance pass (kernel/sched/core.c
 # default 32, SCHED_NR_MIGRATE_BREAK; the loop_max of detach_tasks in kernel/sched/fair.c)
 NR_MIGRATE = 32
+RT_LOAD_WEIGHT = 2 * 88761  # 2.6.24 kernel/sched.c set_load_weight: a real-time task weighs prio_to_weight[0] * 2
+WAKE_IMBALANCE_2624 = 100 + (125 - 100) // 2  # try_to_wake_up: 100 + (imbalance_pct - 100) / 2, SD_MC/CPU_INIT 125
 
 MAX_SOFTIRQ_RESTART = 10  # kernel/softirq.c
 NO_PROGRESS_LIMIT = 1_000_000  # zero-time ops in a row before a task is declared stuck
@@ -333,7 +335,7 @@ class CPU:
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "nohz_balance", "tick_gen", "tick_at", "jiffy_timers",
         "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "delayed", "load_avg",
-        "active_mm", "asids", "next_asid",
+        "active_mm", "asids", "next_asid", "cpu_load0",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -384,6 +386,7 @@ class CPU:
         self.asids = [0] * TLB_NR_DYN_ASIDS
         self.next_asid = 0
         self.load_avg = 0  # wake_affine = "weight": runnable weight averaged at the tick (PELT-like)
+        self.cpu_load0 = 0  # wake_affine = "2.6.24": rq->cpu_load[0], the run queue's weight at the last tick
 
     # ------------------------------------------------------------------ timed actions
     def _after(self, delay: int, action: Callable[[], None]) -> None:
@@ -1191,6 +1194,11 @@ class CPU:
         if m.wake_affine_weight:
             # PELT (kernel/sched/pelt.c) halves a load's weight every 32 ms; sampled at the tick here
             self.load_avg = (self.load_avg * m.pelt_y + m._cpu_load(self) * (1024 - m.pelt_y)) >> 10
+        elif m.wake_affine_2624:
+            # scheduler_tick -> update_cpu_load (2.6.24 kernel/sched.c): cpu_load[0] is the run
+            # queue's weight now, after the tick hooks (run_local_timers, which under -rt has
+            # already woken the softirq thread: update_process_times calls it first)
+            self.cpu_load0 = m._rq_weight_2624(self)[0]
         extra = 0
         if self.curr is not None and self.nr_queued:
             extra = m._busy_balance(self)
@@ -1238,6 +1246,7 @@ class Machine:
         self.wake_affine_waker = kernel.wake_affine == "waker"
         self.wake_affine_weight = kernel.wake_affine in ("weight", "pack")
         self.wake_affine_pack = kernel.wake_affine == "pack"
+        self.wake_affine_2624 = kernel.wake_affine == "2.6.24"
         self.fork_pack = kernel.fork_balance == "pack"
         # PELT decay per tick, 1024ths: y^32 = 1/2 with a 1 ms period (LOAD_AVG_PERIOD)
         self.pelt_y = round(1024 * 0.5 ** (1 / (kernel.hz * 0.032)))
@@ -1577,6 +1586,8 @@ class Machine:
             return best
         if self.wake_affine_weight:
             return self._select_cpu_weight(t, prev, waker, sync)
+        if self.wake_affine_2624:
+            return self._select_cpu_2624(t, prev, waker, sync)
         if (
             self.wake_affine_waker
             and waker is not None
@@ -1593,6 +1604,82 @@ class Machine:
             if waker.nr_queued + (waker.curr is not None) < prev.nr_queued + (prev.curr is not None):
                 return waker
         return prev
+
+    def _select_cpu_2624(self, t: Task, prev: CPU, waker: CPU | None, sync: bool) -> CPU:
+        """try_to_wake_up of 2.6.24 for a fair task (kernel/sched.c; the sched-domain values of
+        include/linux/topology.h SD_MC_INIT: wake_idx 1, imbalance_pct 125, SD_WAKE_AFFINE and
+        SD_WAKE_IDLE, no SD_WAKE_BALANCE; one domain spanning the machine, a quad-core package).
+
+        A wakee whose previous CPU is the waker's stays. Otherwise, with ``load`` =
+        source_load(prev) = min(cpu_load[0], current weight) and ``this_load`` =
+        target_load(waker's CPU) = max(cpu_load[0], current weight), it goes to the waker's CPU
+        (wake affine) when the wakeup is sync and the wakee is cache-cold (it last ran more than
+        sched_migration_cost ago: task_hot), or when ``tl`` = this_load, less the running
+        waker's weight on a sync wakeup, satisfies ``tl <= load and tl + target_load(prev) <=
+        tl_per_task`` (the waker CPU's load per running task) or ``100 (tl + weight of the
+        wakee) <= 112 load``; else it stays on its previous CPU. So a non-sync wakeup moves the
+        wakee only when its previous CPU carries about one task more than the waker's would
+        with it. Then wake_idle: a chosen CPU that is neither idle nor running more than one
+        task gives way to the first idle CPU.
+
+        cpu_load[0] is sampled at the tick (:meth:`CPU._tick_fn`), and a run queue's weight
+        counts a real-time task at twice a nice -20 task (set_load_weight): under PREEMPT_RT the
+        tick has just woken the softirq-timer thread when update_cpu_load samples it, so every
+        ticking CPU's cpu_load[0] carries that weight until its next tick, target_load of the
+        waker's CPU is never below it, and a non-sync wakeup almost never moves (only a sync
+        wakeup of a cache-cold task does)."""
+        aff = t.affinity
+        target = prev
+        if waker is not None and waker is not prev and (aff is None or waker.index in aff):
+            if sync and self.env._now - t.last_ran >= self.kernel.sched_migration_cost:
+                target = waker  # attract cache-cold tasks on sync wakeups
+            else:
+                prev_now = self._rq_weight_2624(prev)[0]
+                load = min(prev.cpu_load0, prev_now)  # source_load(prev, wake_idx)
+                this_now, this_nr = self._rq_weight_2624(waker)
+                tl = max(waker.cpu_load0, this_now)  # target_load(this_cpu, wake_idx)
+                tl_per_task = this_now // this_nr if this_nr else NICE_0_WEIGHT  # cpu_avg_load_per_task
+                cur = waker.curr
+                if sync and cur is not None:
+                    tl -= RT_LOAD_WEIGHT if cur.prio else cur.weight
+                # tl is unsigned in the kernel: a negative value wraps to a huge one (no move)
+                if tl >= 0 and (
+                    (tl <= load and tl + max(prev.cpu_load0, prev_now) <= tl_per_task)
+                    or 100 * (tl + t.weight) <= WAKE_IMBALANCE_2624 * load
+                ):
+                    target = waker
+        # wake_idle (SD_WAKE_IDLE)
+        if target.curr is None or target.nr_running > 1:
+            return target
+        for c in self.cpus:
+            if c.curr is None and (aff is None or c.index in aff):
+                return c
+        return target
+
+    @staticmethod
+    def _rq_weight_2624(c: CPU) -> tuple[int, int]:
+        """rq->load.weight and rq->nr_running of 2.6.24 (kernel/sched.c inc_nr_running): every
+        runnable task, the running one included, a real-time task at RT_LOAD_WEIGHT. The
+        model's fair tasks all have NICE_0_WEIGHT (no nice levels), so only the real-time
+        entries (the top of the heap) are looked at one by one."""
+        cur = c.curr
+        w = nr = 0
+        if cur is not None and cur.state == RUNNABLE:
+            w = RT_LOAD_WEIGHT if cur.prio else cur.weight
+            nr = 1
+        rq = c.rq
+        n = len(rq)
+        rt = 0
+        stack = [0] if n and rq[0][0] == 0 else []
+        while stack:  # the real-time entries (key 0) are a subtree at the top of the heap
+            i = stack.pop()
+            _, _, seq, q = rq[i]
+            if seq == q._rq_seq and q.state == RUNNABLE and not q.on_cpu:
+                rt += 1
+            for j in (2 * i + 1, 2 * i + 2):
+                if j < n and rq[j][0] == 0:
+                    stack.append(j)
+        return w + rt * RT_LOAD_WEIGHT + (c.nr_queued - rt) * NICE_0_WEIGHT, nr + c.nr_queued
 
     def _select_cpu_weight(self, t: Task, prev: CPU, waker: CPU | None, sync: bool) -> CPU:
         """select_task_rq_fair of 4.14+ for a fair task (kernel/sched/fair.c): wake_affine

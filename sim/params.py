@@ -44,7 +44,7 @@ class KernelConfig:
         source="kernel/Kconfig.preempt",
     )
     nohz_idle: bool = knob(True, doc="CONFIG_NO_HZ_IDLE: stop the tick on idle CPUs", source="kernel/time/Kconfig")
-    wake_affine: Literal["prev", "waker", "weight", "pack"] = knob(
+    wake_affine: Literal["prev", "waker", "weight", "pack", "2.6.24"] = knob(
         "prev",
         doc="where select_task_rq_fair sends a wakeup: 'prev' (4.x+ wake_affine_idle: the wakee's previous CPU "
         "if it is idle, else an idle CPU near it, else the less loaded of previous and waker CPU), 'waker' "
@@ -56,10 +56,15 @@ class KernelConfig:
         "modelled; then select_idle_sibling) or 'pack' (a measured guest "
         "kernel's rule: the waker's CPU whenever the waker runs alone there, even if another CPU idles; else as "
         "'weight'; measured for wakeups from a task, applied also to a wakeup from an interrupt on a CPU "
-        "running one task [unverified])",
+        "running one task [unverified]) or '2.6.24' (try_to_wake_up of 2.6.24: the waker's CPU for a sync wakeup of a "
+        "cache-cold task, else only when the previous CPU's load (the lower of its weight at the last tick and now) is "
+        "at least the waker CPU's (the higher one, less the waker on a sync wakeup) plus the wakee, over 1.12; a "
+        "real-time task weighs 173 nice-0 tasks, so under PREEMPT_RT the softirq thread woken by every tick keeps "
+        "non-sync wakeups on their previous CPU; then wake_idle: an idle CPU if the choice runs one task)",
         source="kernel/sched/fair.c select_task_rq_fair, wake_affine, wake_affine_idle, wake_affine_weight, "
         "select_idle_sibling; kernel/sched/topology.c sd_init (imbalance_pct 117); 'pack': collector item "
-        "wake_placement (no mainline source: see Machine._select_cpu_weight)",
+        "wake_placement (no mainline source: see Machine._select_cpu_weight); '2.6.24': kernel/sched.c try_to_wake_up, "
+        "wake_idle, source_load, target_load, update_cpu_load, set_load_weight; include/linux/topology.h SD_MC_INIT",
     )
     fork_balance: Literal["idlest", "pack"] = knob(
         "idlest",

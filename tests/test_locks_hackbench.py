@@ -173,11 +173,14 @@ def test_story_contract_and_predictions(shared_runs, capsys):
     assert by["rt6"].target == by["rt7-lateral"].target == by["rt7-adaptive"].target == 0.20
     assert by["vanilla"].target is None
     assert by["vanilla"].ok, by["vanilla"].rel_error  # within the fit tolerance with one seed
-    # what the model achieves (docs/readme/locks.md): the order of the four kernels and the
-    # adaptive time are right; rt6 and rt7-lateral are too fast (misses: -60 % and -38 % with
-    # three seeds), i.e. the model's convoys are weaker than the real ones
-    assert by["all"].ok, by["all"].note
+    # what the model achieves (docs/readme/locks.md): the adaptive time is right, vanilla is the
+    # fastest and rt6 the slowest kernel; rt6 and rt7-lateral are too fast (misses: -54 % and
+    # -46 % with three seeds), and with 2.6.24's wakeup placement lateral comes out slightly
+    # faster than adaptive, so the order row fails (docs/kernel/rtmutex-hackbench.md §11)
     assert by["rt7-adaptive"].ok, by["rt7-adaptive"]
+    t = {c: by[c].simulated for c in ("vanilla", "rt6", "rt7-lateral", "rt7-adaptive")}
+    assert t["vanilla"] < min(t["rt7-lateral"], t["rt7-adaptive"]) and max(t["rt7-lateral"], t["rt7-adaptive"]) < t["rt6"]
+    assert not by["all"].ok and t["rt7-lateral"] < t["rt7-adaptive"], by["all"].note
     assert not by["rt6"].ok and by["rt6"].simulated < by["rt6"].reference
     assert not by["rt7-lateral"].ok and by["rt7-lateral"].simulated < by["rt7-lateral"].reference
     # the CLI prints the same rows as JSON, and --check reports the misses
