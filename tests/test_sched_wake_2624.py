@@ -42,7 +42,7 @@ def hogs(per_cpu, ncpu=4, until=5 * MS):
 def test_run_queue_weight_and_the_tick_sample():
     m, _ = hogs((1, 2, 0, 0))
     assert [m._rq_weight_2624(c) for c in m.cpus] == [(1024, 1), (2048, 2), (0, 0), (0, 0)]
-    assert [c.cpu_load0 for c in m.cpus] == [1024, 2048, 0, 0]
+    assert [c.cpu_load[0] for c in m.cpus] == [1024, 2048, 0, 0]
 
 
 def test_a_plain_wakeup_stays_on_an_equally_loaded_previous_cpu():
@@ -67,7 +67,7 @@ def test_a_real_time_task_in_the_wakers_tick_sample_keeps_the_wakee_where_it_was
     # run queue: target_load(waker) = max(cpu_load[0], now) includes its 177522 until the next tick
     m, w = hogs((1, 2, 1, 1))
     waker = m.cpus[0]
-    waker.cpu_load0 = 1024 + RT_LOAD_WEIGHT
+    waker.cpu_load[0] = 1024 + RT_LOAD_WEIGHT
     assert m._select_cpu(w, waker) is m.cpus[1]
 
 
