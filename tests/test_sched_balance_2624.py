@@ -6,8 +6,10 @@ what the 'nr_running' rule (the other eras' balancer) would do instead, and chec
 
 import dataclasses
 
+import pytest
+
 from sim.machine import CPU_NEWLY_IDLE, CPU_NOT_IDLE, Env, Machine
-from sim.ops import cpu, sleep
+from sim.ops import Spawn, cpu, sleep
 from sim.params import KernelConfig, MachineConfig
 from sim.rng import Streams
 from sim.units import MS
@@ -145,3 +147,30 @@ def test_periodic_balance_is_busy_or_idle_by_the_tick():
     assert m.cpus[1].lb_interval == 2
     assert m.cpus[1].lb_next == 64 + 64
     assert m._find_busiest_2624(m.cpus[1], CPU_NOT_IDLE, set()) == (None, 0)
+
+
+@pytest.mark.parametrize(("fork", "want_cpu"), [("2.6.24", 0), ("idlest", 1)])
+def test_fork_2624_starts_the_child_on_the_parents_cpu_and_runs_it_first(fork, want_cpu):
+    # sched_fork finds no SD_BALANCE_FORK domain: the child is on the parent's CPU (CPU 0) even
+    # though CPU 1 idles, and task_new_fair reschedules the parent, so the child's first 1 ms
+    # of work runs before the parent's next one. 'idlest' puts it on the idle CPU 1.
+    k = KernelConfig(hz=1000, preempt="voluntary", nohz_idle=False, fork_balance=fork)
+    m = Machine(Env(), MachineConfig(cpus=2), k, dataclasses.replace(ZERO_COSTS), Streams(1))
+    order = []
+
+    def child(task):
+        order.append(("child", m.env.now))
+        yield cpu(1 * MS)
+
+    def parent(task):
+        yield Spawn(child, "child", wait=False, exec=False)
+        order.append(("parent", m.env.now))
+        yield cpu(1 * MS)
+
+    m.spawn(parent, "parent", affinity=[0])
+    run(m, 3 * MS)
+    kid = next(t for t in m.tasks if t.name == "child")
+    assert kid.ran_cpu == want_cpu
+    if fork == "2.6.24":
+        assert [who for who, _ in order] == ["child", "parent"]
+        assert dict(order)["parent"] == 1 * MS  # the parent waited for the child's 1 ms
