@@ -7,6 +7,7 @@ what the 'nr_running' rule (the other eras' balancer) would do instead, and chec
 import dataclasses
 
 import pytest
+from hypothesis import given
 
 from sim.machine import CPU_NEWLY_IDLE, CPU_NOT_IDLE, Env, Machine
 from sim.ops import Spawn, cpu, sleep
@@ -15,6 +16,7 @@ from sim.rng import Streams
 from sim.units import MS
 
 from .helpers import ZERO_COSTS
+from .test_engine_properties import check_invariants, scenarios
 
 
 def run(m, until):
@@ -174,3 +176,14 @@ def test_fork_2624_starts_the_child_on_the_parents_cpu_and_runs_it_first(fork, w
     if fork == "2.6.24":
         assert [who for who, _ in order] == ["child", "parent"]
         assert dict(order)["parent"] == 1 * MS  # the parent waited for the child's 1 ms
+
+
+@given(scenarios())
+def test_substrate_invariants_under_2624_scheduling(sc):
+    # the substrate's invariants (time monotonic, nothing lost or starved, one thing per CPU at a
+    # time, CPU time conserved) on random machines and tasks with 2.6.24's wakeup placement, load
+    # balancing and fork placement: in particular no runnable task is left behind on a CPU while
+    # the NO_HZ idle load balancer's bookkeeping says nobody needs to balance
+    cfg, pairs, spawner, seed = sc
+    cfg = dict(cfg, kernel={"wake_affine": "2.6.24", "load_balance": "2.6.24", "fork_balance": "2.6.24"})
+    check_invariants(cfg, pairs, spawner, seed)
