@@ -187,3 +187,25 @@ def test_substrate_invariants_under_2624_scheduling(sc):
     cfg, pairs, spawner, seed = sc
     cfg = dict(cfg, kernel={"wake_affine": "2.6.24", "load_balance": "2.6.24", "fork_balance": "2.6.24"})
     check_invariants(cfg, pairs, spawner, seed)
+
+
+def test_active_balance_pushes_one_task_through_the_migration_thread():
+    # what load_balance does after more than cache_nice_tries + 2 failed passes: mark the busiest
+    # CPU for active balance towards this one and wake its migration thread (SCHED_FIFO 99, made
+    # on first use), which preempts the running task and pushes one queued task to push_cpu even
+    # if it is cache-hot (move_one_task with the target's nr_balance_failed past
+    # cache_nice_tries); then it sleeps until the next active balance
+    m = build((3, 1))
+    run(m, 1 * MS)
+    c0, c1 = m.cpus
+    for t in m.tasks:
+        t.last_ran, t.run_ns = m.env.now, max(t.run_ns, 1)  # everything cache-hot
+    assert m._move_tasks_2624(c1, c0, 1024) == (0, False)  # a plain pass moves nothing
+    c0.active_balance, c0.push_cpu = True, 1
+    c1.lb_failed = 2  # cache_nice_tries + 1, as load_balance leaves it
+    m._wake_migration_2624(c0)
+    run(m, 1 * MS + 100_000)
+    assert nr(m) == [2, 2]
+    k = c0.migration
+    assert k is not None and k.prio == 99 and k.affinity == (0,) and not c0.active_balance
+    assert k.state == 1  # asleep again (BLOCKED)
