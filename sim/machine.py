@@ -45,7 +45,7 @@ from .params import Costs, KernelConfig, MachineConfig
 from .rng import Jitter, Streams
 from .stats import FLUSH, LogHistogram
 from .task import BLOCKED as T_BLOCKED
-from .task import DONE, RUNNABLE, Task
+from .task import DONE, NICE_0_WEIGHT, RUNNABLE, Task
 
 if TYPE_CHECKING:
     from .trace import Tracer
@@ -314,6 +314,19 @@ PELT_HALF_LIFE_NS = 32 * 1024 * 1000
 # sysctl_sched_nr_migrate: at most this many tasks per load-balance pass (kernel/sched/core.c
 # default 32, SCHED_NR_MIGRATE_BREAK; the loop_max of detach_tasks in kernel/sched/fair.c)
 NR_MIGRATE = 32
+RT_LOAD_WEIGHT = 2 * 88761  # 2.6.24 kernel/sched.c set_load_weight: a real-time task weighs prio_to_weight[0] * 2
+# 2.6.24 include/linux/topology.h SD_MC_INIT (one domain spanning the cores of a package, each
+# CPU a group of its own; the CPU-level domain above it spans the same CPUs and is degenerate):
+IMBALANCE_PCT_2624 = 125
+WAKE_IMBALANCE_2624 = 100 + (IMBALANCE_PCT_2624 - 100) // 2  # try_to_wake_up: 100 + (imbalance_pct - 100) / 2
+BUSY_IDX_2624, IDLE_IDX_2624, NEWIDLE_IDX_2624 = 2, 0, 0  # busy_idx, idle_idx, newidle_idx
+MIN_INTERVAL_2624, MAX_INTERVAL_2624, BUSY_FACTOR_2624 = 1, 4, 64  # ms; balance_interval starts at 1
+CACHE_NICE_TRIES_2624 = 1
+MAX_PINNED_INTERVAL_2624 = 512  # 2.6.24 kernel/sched.c
+CPU_LOAD_IDX_MAX = 5  # 2.6.24 kernel/sched.c: rq->cpu_load[]
+SCHED_LOAD_SCALE = 1024  # 2.6.24 include/linux/sched.h (SCHED_LOAD_SCALE_FUZZ is the same)
+NR_MIGRATE_2624 = 32  # 2.6.24 kernel/sched.c sysctl_sched_nr_migrate
+CPU_NOT_IDLE, CPU_IDLE, CPU_NEWLY_IDLE = 0, 1, 2  # enum cpu_idle_type
 
 MAX_SOFTIRQ_RESTART = 10  # kernel/softirq.c
 NO_PROGRESS_LIMIT = 1_000_000  # zero-time ops in a row before a task is declared stuck
@@ -333,7 +346,9 @@ class CPU:
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "nohz_balance", "tick_gen", "tick_at", "jiffy_timers",
         "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "delayed", "load_avg",
-        "active_mm", "asids", "next_asid",
+        "active_mm", "asids", "next_asid", "cpu_load",
+        "lb_next", "lb_last", "lb_interval", "lb_failed", "idle_at_tick", "nohz_recent", "active_balance",
+        "push_cpu", "migration",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -384,6 +399,21 @@ class CPU:
         self.asids = [0] * TLB_NR_DYN_ASIDS
         self.next_asid = 0
         self.load_avg = 0  # wake_affine = "weight": runnable weight averaged at the tick (PELT-like)
+        # kernel.wake_affine / load_balance = "2.6.24": rq->cpu_load[0..4], the run queue's weight
+        # sampled at the tick and decayed (update_cpu_load); cpu_load[0] is the last sample
+        self.cpu_load = [0] * CPU_LOAD_IDX_MAX
+        # kernel.load_balance = "2.6.24": this CPU's sched_domain (last_balance, balance_interval in
+        # ms, nr_balance_failed), rq->next_balance (jiffies), rq->idle_at_tick,
+        # rq->in_nohz_recently, rq->active_balance and push_cpu, its migration thread
+        self.lb_next = 0
+        self.lb_last = 0
+        self.lb_interval = MIN_INTERVAL_2624
+        self.lb_failed = 0
+        self.idle_at_tick = False
+        self.nohz_recent = False
+        self.active_balance = False
+        self.push_cpu = -1
+        self.migration: Task | None = None
 
     # ------------------------------------------------------------------ timed actions
     def _after(self, delay: int, action: Callable[[], None]) -> None:
@@ -1201,6 +1231,23 @@ class CPU:
         if m.wake_affine_weight:
             # PELT (kernel/sched/pelt.c) halves a load's weight every 32 ms; sampled at the tick here
             self.load_avg = (self.load_avg * m.pelt_y + m._cpu_load(self) * (1024 - m.pelt_y)) >> 10
+        elif m.cpu_load_2624:
+            # scheduler_tick -> update_cpu_load (2.6.24 kernel/sched.c): the run queue's weight
+            # now, after the tick hooks (run_local_timers, which under -rt has already woken the
+            # softirq thread: update_process_times calls it first), decayed into cpu_load[i]
+            # with a factor (2^i - 1) / 2^i, rounded up while the load grows
+            w = m._rq_weight_2624(self)[0]
+            loads = self.cpu_load
+            scale = 1
+            for i in range(CPU_LOAD_IDX_MAX):
+                old = loads[i]
+                new = w + scale - 1 if w > old else w
+                loads[i] = (old * (scale - 1) + new) >> i
+                scale += scale
+        if m.lb_2624:
+            # scheduler_tick: rq->idle_at_tick, then trigger_load_balance
+            self.idle_at_tick = self.curr is None
+            return m._trigger_load_balance_2624(self)
         extra = 0
         if self.curr is not None and self.nr_queued:
             extra = m._busy_balance(self)
@@ -1248,6 +1295,15 @@ class Machine:
         self.wake_affine_waker = kernel.wake_affine == "waker"
         self.wake_affine_weight = kernel.wake_affine in ("weight", "pack")
         self.wake_affine_pack = kernel.wake_affine == "pack"
+        self.wake_affine_2624 = kernel.wake_affine == "2.6.24"
+        self.lb_2624 = kernel.load_balance == "2.6.24"
+        self.cpu_load_2624 = self.wake_affine_2624 or self.lb_2624
+        self.fork_2624 = kernel.fork_balance == "2.6.24"
+        # 2.6.24 NO_HZ idle load balancing (kernel/sched.c select_nohz_load_balancer): the CPUs
+        # in nohz.cpu_mask (index -> their switch count when they entered it: a CPU that has run
+        # a task since has left it) and the idle load balancer, or -1
+        self.nohz_mask: dict[int, int] = {}
+        self.nohz_ilb = -1
         self.fork_pack = kernel.fork_balance == "pack"
         # PELT decay per tick, 1024ths: y^32 = 1/2 with a 1 ms period (LOAD_AVG_PERIOD)
         self.pelt_y = round(1024 * 0.5 ** (1 / (kernel.hz * 0.032)))
@@ -1285,7 +1341,15 @@ class Machine:
         self._tick_gen = streams.get("tick") if costs.tick_busy else None
         self._tick_jiffy = -1
         self._tick_row: tuple[int, ...] = ()
+        if self.lb_2624 and kernel.nohz_idle:
+            self.nohz_veto_hooks.append(self._nohz_stop_2624)
         self.cpus = [CPU(self, i) for i in range(config.cpus)]
+        if self.lb_2624 and kernel.nohz_idle:
+            # every CPU starts idle with its tick stopped (the machine has just booted): all in
+            # nohz.cpu_mask, so nobody is the idle load balancer until a CPU gets busy
+            for c in self.cpus:
+                self.nohz_mask[c.index] = 0
+                c.nohz_recent = True
         n = config.cpus
         # for each CPU, the others in the order a search starting after it visits them
         self._others = [tuple(self.cpus[(i + k) % n] for k in range(1, n)) for i in range(n)]
@@ -1425,7 +1489,18 @@ class Machine:
         target = self._select_fork_cpu(t, from_cpu)
         t.cpu = target.index
         t.vruntime = target.update_min_vruntime()
+        first = self.fork_2624 and target is from_cpu and not t.prio
+        if first:
+            par = target.curr
+            if par is not None and par.state == RUNNABLE and not par.prio:
+                # task_new_fair (2.6.24 kernel/sched_fair.c), sysctl_sched_child_runs_first: the
+                # child takes the parent's vruntime if that is the smaller
+                pv = target.curr_vruntime()
+                if pv < t.vruntime:
+                    par.vruntime, t.vruntime = par.vruntime + t.vruntime - pv, pv
         self.wake(t, from_cpu, fork=True)
+        if first:
+            target.need_resched = True  # task_new_fair: resched_task(rq->curr)
         return t
 
     def wake(self, t: Task, waker: CPU | None, fork: bool = False, sync: bool = False) -> int:
@@ -1557,6 +1632,8 @@ class Machine:
         """sched_balance_find_dst_cpu for SD_BALANCE_FORK: the idlest allowed CPU, starting at the
         parent's. ``fork_balance = "pack"`` first keeps the child on its parent's CPU when the
         parent runs alone there (the collector's ``wake_placement`` series ``fork``; not mainline)."""
+        if self.fork_2624 and from_cpu is not None and t.allowed(from_cpu.index):
+            return from_cpu
         if (
             self.fork_pack
             and from_cpu is not None
@@ -1607,6 +1684,8 @@ class Machine:
             return best
         if self.wake_affine_weight:
             return self._select_cpu_weight(t, prev, waker, sync)
+        if self.wake_affine_2624:
+            return self._select_cpu_2624(t, prev, waker, sync)
         if (
             self.wake_affine_waker
             and waker is not None
@@ -1623,6 +1702,434 @@ class Machine:
             if waker.nr_queued + (waker.curr is not None) < prev.nr_queued + (prev.curr is not None):
                 return waker
         return prev
+
+    def _select_cpu_2624(self, t: Task, prev: CPU, waker: CPU | None, sync: bool) -> CPU:
+        """try_to_wake_up of 2.6.24 for a fair task (kernel/sched.c; the sched-domain values of
+        include/linux/topology.h SD_MC_INIT: wake_idx 1, imbalance_pct 125, SD_WAKE_AFFINE and
+        SD_WAKE_IDLE, no SD_WAKE_BALANCE; one domain spanning the machine, a quad-core package).
+
+        A wakee whose previous CPU is the waker's stays. Otherwise, with ``load`` =
+        source_load(prev) = min(cpu_load[0], current weight) and ``this_load`` =
+        target_load(waker's CPU) = max(cpu_load[0], current weight), it goes to the waker's CPU
+        (wake affine) when the wakeup is sync and the wakee is cache-cold (it last ran more than
+        sched_migration_cost ago: task_hot), or when ``tl`` = this_load, less the running
+        waker's weight on a sync wakeup, satisfies ``tl <= load and tl + target_load(prev) <=
+        tl_per_task`` (the waker CPU's load per running task) or ``100 (tl + weight of the
+        wakee) <= 112 load``; else it stays on its previous CPU. So a non-sync wakeup moves the
+        wakee only when its previous CPU carries about one task more than the waker's would
+        with it. Then wake_idle: a chosen CPU that is neither idle nor running more than one
+        task gives way to the first idle CPU.
+
+        cpu_load[0] is sampled at the tick (:meth:`CPU._tick_fn`), and a run queue's weight
+        counts a real-time task at twice a nice -20 task (set_load_weight): under PREEMPT_RT the
+        tick has just woken the softirq-timer thread when update_cpu_load samples it, so every
+        ticking CPU's cpu_load[0] carries that weight until its next tick, target_load of the
+        waker's CPU is never below it, and a non-sync wakeup almost never moves (only a sync
+        wakeup of a cache-cold task does)."""
+        aff = t.affinity
+        target = prev
+        if waker is not None and waker is not prev and (aff is None or waker.index in aff):
+            if sync and self.env._now - t.last_ran >= self.kernel.sched_migration_cost:
+                target = waker  # attract cache-cold tasks on sync wakeups
+            else:
+                prev_now = self._rq_weight_2624(prev)[0]
+                load = min(prev.cpu_load[0], prev_now)  # source_load(prev, wake_idx)
+                this_now, this_nr = self._rq_weight_2624(waker)
+                tl = max(waker.cpu_load[0], this_now)  # target_load(this_cpu, wake_idx)
+                tl_per_task = this_now // this_nr if this_nr else NICE_0_WEIGHT  # cpu_avg_load_per_task
+                cur = waker.curr
+                if sync and cur is not None:
+                    tl -= RT_LOAD_WEIGHT if cur.prio else cur.weight
+                # tl is unsigned in the kernel: a negative value wraps to a huge one (no move)
+                if tl >= 0 and (
+                    (tl <= load and tl + max(prev.cpu_load[0], prev_now) <= tl_per_task)
+                    or 100 * (tl + t.weight) <= WAKE_IMBALANCE_2624 * load
+                ):
+                    target = waker
+        # wake_idle (SD_WAKE_IDLE)
+        if target.curr is None or target.nr_running > 1:
+            return target
+        for c in self.cpus:
+            if c.curr is None and (aff is None or c.index in aff):
+                return c
+        return target
+
+    @staticmethod
+    def _rq_weight_2624(c: CPU) -> tuple[int, int]:
+        """rq->load.weight and rq->nr_running of 2.6.24 (kernel/sched.c inc_nr_running): every
+        runnable task, the running one included, a real-time task at RT_LOAD_WEIGHT. The
+        model's fair tasks all have NICE_0_WEIGHT (no nice levels), so only the real-time
+        entries (the top of the heap) are looked at one by one."""
+        cur = c.curr
+        w = nr = 0
+        if cur is not None and cur.state == RUNNABLE:
+            w = RT_LOAD_WEIGHT if cur.prio else cur.weight
+            nr = 1
+        rq = c.rq
+        n = len(rq)
+        rt = 0
+        stack = [0] if n and rq[0][0] == 0 else []
+        while stack:  # the real-time entries (key 0) are a subtree at the top of the heap
+            i = stack.pop()
+            _, _, seq, q = rq[i]
+            if seq == q._rq_seq and q.state == RUNNABLE and not q.on_cpu:
+                rt += 1
+            for j in (2 * i + 1, 2 * i + 2):
+                if j < n and rq[j][0] == 0:
+                    stack.append(j)
+        return w + rt * RT_LOAD_WEIGHT + (c.nr_queued - rt) * NICE_0_WEIGHT, nr + c.nr_queued
+
+    # ------------------------------------------------------------------ 2.6.24 load balancing
+    # kernel.load_balance = "2.6.24": the balancer of 2.6.24 kernel/sched.c for one sched domain
+    # with the values of SD_MC_INIT (include/linux/topology.h), each CPU a group of its own with
+    # cpu_power SCHED_LOAD_SCALE, so a group's load is its CPU's load and the cpu_power scalings
+    # of find_busiest_group cancel out. Loads are rq->load.weight (_rq_weight_2624) now or as
+    # sampled at the tick into cpu_load[] (CPU._tick_fn). Only fair tasks are moved: the
+    # real-time tasks of the model's stories are per-CPU threads (load_balance_rt finds them
+    # pinned). SCHED_SOFTIRQ's work runs inside the tick interrupt here (its cost is
+    # ``costs.balance`` per task moved), not in a softirq thread.
+
+    def _cpu_load_2624(self, c: CPU, idx: int, local: bool) -> int:
+        """source_load (another CPU: the lower) or target_load (this CPU: the higher) of
+        cpu_load[idx - 1] and the weight now; idx 0: the weight now (kernel/sched.c)."""
+        now = self._rq_weight_2624(c)[0]
+        if idx == 0:
+            return now
+        old = c.cpu_load[idx - 1]
+        return max(old, now) if local else min(old, now)
+
+    def _find_busiest_2624(self, this: CPU, idle: int, excluded: set[int]) -> tuple[CPU | None, int]:
+        """find_busiest_group and find_busiest_queue (2.6.24 kernel/sched.c) for a domain of
+        one-CPU groups: the busiest CPU to pull from and the weighted load to move, or None.
+
+        Groups are visited from this CPU's on, in CPU order (the circular list of
+        init_sched_build_groups); a group is a candidate when it runs more than one task
+        (group_capacity 1). No pull when this CPU's load is at least the busiest's or the
+        average, or the busiest is within imbalance_pct (125 %) of it, or the busiest carries no
+        more than its own load per task. Else the imbalance is the smaller of what takes the
+        busiest down to the average (but not below one task's load) and what takes this CPU up
+        to it; if that is less than one of the busiest's tasks, one task's load is moved when
+        the gap is at least one (or two) tasks (the fuzz of SCHED_LOAD_SCALE included) or when
+        the move raises the summed min(load, load per task) of the two CPUs (the "cpu power"
+        test), else the small imbalance stays (move_tasks may still move a task for it).
+        find_busiest_queue then passes over a CPU running one task heavier than the imbalance."""
+        load_idx = BUSY_IDX_2624 if idle == CPU_NOT_IDLE else NEWIDLE_IDX_2624 if idle == CPU_NEWLY_IDLE else IDLE_IDX_2624
+        this_load = total = max_load = 0
+        busiest: CPU | None = None
+        busiest_wl = busiest_nr = 0
+        this_wl, this_nr = self._rq_weight_2624(this)
+        if this.index not in excluded:
+            this_load = self._cpu_load_2624(this, load_idx, True)
+            total = this_load
+        for c in self._others[this.index]:
+            if c.index in excluded:
+                continue
+            load = self._cpu_load_2624(c, load_idx, False)
+            total += load
+            wl, nr = self._rq_weight_2624(c)
+            if load > max_load and nr > 1:
+                max_load, busiest, busiest_wl, busiest_nr = load, c, wl, nr
+        if busiest is None or this_load >= max_load or busiest_nr == 0:
+            return None, 0
+        avg = total // len(self.cpus)  # SCHED_LOAD_SCALE * total_load / total_pwr
+        if this_load >= avg or 100 * max_load <= IMBALANCE_PCT_2624 * this_load:
+            return None, 0
+        blpt = busiest_wl // busiest_nr  # busiest_load_per_task
+        if max_load <= blpt:
+            return None, 0
+        imbalance = 0
+        if max_load >= avg:
+            imbalance = min(max_load - avg, max_load - blpt, avg - this_load)
+        if imbalance < blpt:  # small_imbalance
+            imbn = 2
+            if this_nr:
+                tlpt = this_wl // this_nr
+                if blpt > tlpt:
+                    imbn = 1
+            else:
+                tlpt = SCHED_LOAD_SCALE
+            if max_load - this_load + SCHED_LOAD_SCALE >= blpt * imbn:
+                imbalance = blpt
+            else:
+                pwr_now = min(blpt, max_load) + min(tlpt, this_load)
+                pwr_move = min(blpt, max_load - blpt) if max_load > blpt else 0
+                pwr_move += min(tlpt, this_load + min(max_load, blpt))
+                if pwr_move > pwr_now:
+                    imbalance = blpt
+        # find_busiest_queue over the group's one CPU
+        if busiest_nr == 1 and busiest_wl > imbalance or busiest_wl == 0:
+            return None, 0
+        return busiest, imbalance
+
+    def _can_migrate_2624(self, t: Task, dst: CPU, failed: int, now: int) -> bool:
+        """can_migrate_task after the affinity test: not running, and cache-cold (task_hot: it
+        ran less than sched_migration_cost ago) unless the domain's balancing failed more than
+        cache_nice_tries times in a row."""
+        if t.on_cpu:
+            return False
+        if failed > CACHE_NICE_TRIES_2624:
+            return True
+        return not (t.run_ns and now - t.last_ran < self.kernel.sched_migration_cost)
+
+    def _move_tasks_2624(self, this: CPU, busiest: CPU, imbalance: int, preempt: bool = True) -> tuple[int, bool]:
+        """move_tasks -> load_balance_fair -> balance_tasks (2.6.24 kernel/sched.c,
+        kernel/sched_fair.c): walk busiest's queued fair tasks from the leftmost (smallest
+        vruntime; the running task is not in the tree) and pull each one allowed here and
+        migratable until ``imbalance`` of weight has moved, looking at no more than
+        sysctl_sched_nr_migrate + 1 tasks; each pulled task gets check_preempt_curr (not when
+        ``this`` is in schedule() looking for its next task: ``preempt`` False). Returns (tasks
+        moved, all_pinned: no task looked at may run here)."""
+        limit = NR_MIGRATE_2624 + 1
+        if imbalance <= 0:
+            return 0, False
+        now = self.env._now
+        rem = imbalance
+        moved = loops = 0
+        pinned = True
+        for _, _, seq, t in sorted(e for e in busiest.rq if e[0] == 1):
+            if seq != t._rq_seq or t.state != RUNNABLE or t.on_cpu:
+                continue
+            if loops >= limit:
+                break
+            loops += 1
+            if not t.allowed(this.index):
+                continue
+            pinned = False
+            if not self._can_migrate_2624(t, this, this.lb_failed, now):
+                continue
+            self._pull_task_2624(busiest, t, this, preempt)
+            moved += 1
+            rem -= t.weight
+            if rem <= 0:
+                break
+        return moved, pinned
+
+    def _pull_task_2624(self, src: CPU, t: Task, dst: CPU, preempt: bool = True) -> None:
+        """pull_task: dequeue from ``src``, set_task_cpu (vruntime rebased on the new queue's
+        min_vruntime), enqueue on ``dst``, check_preempt_curr (a kick if ``dst`` idles)."""
+        src._detach(t)
+        self._migrate_vruntime(t, src, dst)
+        dst._enqueue(t)
+        if not preempt:
+            return
+        self._check_preempt(dst, t, dst)
+        if dst.curr is None and dst.state == IDLE and not dst.kick_pending:
+            # resched_cpu(this_cpu) for an idle CPU balanced by the idle load balancer
+            dst.kick_pending = True
+            self.send_ipi(None, dst, self._kick_done, name="resched ipi")
+
+    def _load_balance_2624(self, this: CPU, idle: int) -> int:
+        """load_balance (2.6.24 kernel/sched.c) of ``this`` CPU's domain: find the busiest CPU,
+        move tasks if it runs more than one (again without a CPU whose tasks were all pinned),
+        count a failure when nothing moved; after more than cache_nice_tries + 2 failures in a
+        row wake the busiest CPU's migration thread to push one task here (active balance).
+        balance_interval goes back to min_interval after an imbalance and doubles (up to
+        max_interval) after a balanced pass. Returns the tasks moved."""
+        excluded: set[int] = set()
+        all_pinned = False
+        while True:
+            busiest, imbalance = self._find_busiest_2624(this, idle, excluded)
+            if busiest is None:
+                this.lb_failed = 0
+                if (all_pinned and this.lb_interval < MAX_PINNED_INTERVAL_2624) or this.lb_interval < MAX_INTERVAL_2624:
+                    this.lb_interval *= 2
+                return 0
+            moved = 0
+            all_pinned = False
+            if busiest.nr_running > 1:
+                moved, all_pinned = self._move_tasks_2624(this, busiest, imbalance)
+                if all_pinned:
+                    excluded.add(busiest.index)
+                    if len(excluded) < len(self.cpus):
+                        continue
+                    this.lb_failed = 0
+                    if this.lb_interval < MAX_PINNED_INTERVAL_2624:
+                        this.lb_interval *= 2
+                    return 0
+            break
+        active = False
+        if not moved:
+            this.lb_failed += 1
+            if this.lb_failed > CACHE_NICE_TRIES_2624 + 2:
+                cur = busiest.curr
+                if cur is not None and not cur.allowed(this.index):
+                    # out_one_pinned
+                    if this.lb_interval < MAX_PINNED_INTERVAL_2624:
+                        this.lb_interval *= 2
+                    return 0
+                if not busiest.active_balance:
+                    busiest.active_balance = True
+                    busiest.push_cpu = this.index
+                    active = True
+                    self._wake_migration_2624(busiest)
+                this.lb_failed = CACHE_NICE_TRIES_2624 + 1
+        else:
+            this.lb_failed = 0
+        if not active:
+            this.lb_interval = MIN_INTERVAL_2624
+        elif this.lb_interval < MAX_INTERVAL_2624:
+            this.lb_interval *= 2
+        return moved
+
+    def _rebalance_domains_2624(self, c: CPU, idle: int) -> int:
+        """rebalance_domains: balance ``c``'s domain if balance_interval (ms, times busy_factor
+        64 unless the CPU idled at its tick) has passed since the last time; set
+        rq->next_balance. Returns the tasks moved."""
+        interval = c.lb_interval if idle == CPU_IDLE else c.lb_interval * BUSY_FACTOR_2624
+        interval = max(1, -(-interval * self.kernel.hz // 1000))  # msecs_to_jiffies
+        jiffies = self.env._now // self.tick_ns
+        moved = 0
+        if jiffies >= c.lb_last + interval:
+            moved = self._load_balance_2624(c, idle)
+            c.lb_last = jiffies
+        c.lb_next = c.lb_last + interval
+        return moved
+
+    def _ilb_owner_2624(self) -> int:
+        """nohz.load_balancer, or -1; an owner that has run a task since it took the role has
+        left nohz (select_nohz_load_balancer(0) from tick_nohz_restart_sched_tick)."""
+        ilb = self.nohz_ilb
+        if ilb >= 0 and not self._in_nohz_2624(self.cpus[ilb]):
+            self.nohz_ilb = ilb = -1
+        return ilb
+
+    def _in_nohz_2624(self, c: CPU) -> bool:
+        sw = self.nohz_mask.get(c.index)
+        if sw is None:
+            return False
+        if sw != c.switches or c.curr is not None:
+            del self.nohz_mask[c.index]
+            return False
+        return True
+
+    def _nohz_stop_2624(self, c: CPU) -> bool:
+        """A veto hook at an idle CPU's tick: select_nohz_load_balancer(1) (2.6.24
+        kernel/sched.c), called by tick_nohz_stop_sched_tick. The CPU joins nohz.cpu_mask; the
+        first to find no idle load balancer becomes it and keeps its tick, unless every CPU is
+        in nohz mode (then nobody balances)."""
+        self.nohz_mask[c.index] = c.switches
+        c.nohz_recent = True
+        ilb = self._ilb_owner_2624()
+        if sum(1 for x in self.cpus if self._in_nohz_2624(x)) == len(self.cpus):
+            if ilb == c.index:
+                self.nohz_ilb = -1
+            return False
+        if ilb == -1:
+            self.nohz_ilb = c.index
+            return True
+        return ilb == c.index
+
+    def _trigger_load_balance_2624(self, c: CPU) -> int:
+        """trigger_load_balance and run_rebalance_domains (2.6.24 kernel/sched.c) at ``c``'s
+        tick; returns their cost. Under NO_HZ a CPU busy again after a nohz spell gives up the
+        idle load balancer's role and, if nobody has it, kicks the first CPU in nohz mode to
+        take it; an idle CPU balances only if it is that balancer, and then balances every CPU
+        in nohz mode too (CPU_IDLE), stopping when it has work itself."""
+        m_cost = self.costs.balance
+        if self.kernel.nohz_idle:
+            if c.nohz_recent and not c.idle_at_tick:
+                c.nohz_recent = False
+                ilb = self._ilb_owner_2624()
+                if ilb == c.index:
+                    self.nohz_mask.pop(c.index, None)
+                    self.nohz_ilb = ilb = -1
+                if ilb == -1:
+                    idle = [x for x in self.cpus if self._in_nohz_2624(x)]
+                    if idle and not idle[0].kick_pending and idle[0].state == IDLE:
+                        idle[0].kick_pending = True
+                        self.send_ipi(c, idle[0], self._kick_done, name="resched ipi")
+            if c.idle_at_tick:
+                ilb = self._ilb_owner_2624()
+                if ilb != c.index and self._in_nohz_2624(c):
+                    return 0
+                if ilb == c.index and all(self._in_nohz_2624(x) for x in self.cpus):
+                    return 0  # resched_cpu(cpu): the next stop attempt finds everyone in nohz mode
+        jiffies = self.env._now // self.tick_ns
+        if jiffies < c.lb_next:
+            return 0
+        moved = self._rebalance_domains_2624(c, CPU_IDLE if c.idle_at_tick else CPU_NOT_IDLE)
+        if self.kernel.nohz_idle and c.idle_at_tick and self.nohz_ilb == c.index:
+            for x in self.cpus:
+                if x is c or not self._in_nohz_2624(x):
+                    continue
+                if c.nr_queued:  # need_resched(): this CPU has work now
+                    break
+                moved += self._rebalance_domains_2624(x, CPU_IDLE)
+                c.lb_next = min(c.lb_next, x.lb_next)
+        return moved * m_cost
+
+    def _idle_balance_2624(self, c: CPU) -> Task | None:
+        """idle_balance -> load_balance_newidle (2.6.24 kernel/sched.c), from schedule() on a
+        CPU with nothing to run: find_busiest_group with newidle_idx, move tasks (several if
+        the imbalance asks for it), no failure count; then rq->next_balance from the domain's
+        balance_interval. Returns the task to run (the leftmost of those pulled) or None."""
+        excluded: set[int] = set()
+        moved = 0
+        while True:
+            busiest, imbalance = self._find_busiest_2624(c, CPU_NEWLY_IDLE, excluded)
+            if busiest is None:
+                c.lb_failed = 0  # out_balanced
+                break
+            if busiest.nr_running <= 1:
+                break
+            moved, all_pinned = self._move_tasks_2624(c, busiest, imbalance, preempt=False)
+            if all_pinned:
+                excluded.add(busiest.index)
+                if len(excluded) < len(self.cpus):
+                    continue
+            break
+        if moved:
+            c.lb_failed = 0
+        jiffies = self.env._now // self.tick_ns
+        nxt = c.lb_last + max(1, -(-c.lb_interval * self.kernel.hz // 1000))
+        if moved or jiffies > c.lb_next:
+            c.lb_next = min(nxt, jiffies + self.kernel.hz)
+        if not moved:
+            return None
+        return c._pop()
+
+    def _wake_migration_2624(self, busiest: CPU) -> None:
+        """Wake ``busiest``'s migration thread (a SCHED_FIFO 99 kernel thread bound to it, made
+        on first use) for active_load_balance."""
+        k = busiest.migration
+        if k is None:
+            busiest.migration = self.spawn(
+                lambda task: self._migration_script_2624(busiest),
+                f"migration/{busiest.index}",
+                policy="fifo",
+                prio=99,
+                affinity=(busiest.index,),
+                kthread=True,
+            )
+        else:
+            self.wake(k, None)
+
+    def _migration_script_2624(self, c: CPU) -> Script:
+        """migration_thread -> active_load_balance (2.6.24 kernel/sched.c): push one queued
+        task of this CPU to push_cpu (move_one_task with CPU_IDLE, the target's
+        nr_balance_failed past cache_nice_tries so a cache-hot task goes too), then sleep."""
+
+        def push(cpu: CPU, t: Task) -> int:
+            cpu.active_balance = False
+            target = self.cpus[cpu.push_cpu]
+            if cpu.nr_running <= 1:
+                return 0
+            now = self.env._now
+            for _, _, seq, q in sorted(e for e in cpu.rq if e[0] == 1):
+                if seq != q._rq_seq or q.state != RUNNABLE or q.on_cpu or not q.allowed(target.index):
+                    continue
+                if self._can_migrate_2624(q, target, target.lb_failed, now):
+                    self._pull_task_2624(cpu, q, target)
+                    return self.costs.balance
+            return 0
+
+        def park(cpu: CPU, t: Task) -> int:
+            return 0 if cpu.active_balance else BLOCKED
+
+        op_push, op_park = Call(push), Call(park)
+        while True:
+            yield op_push
+            yield op_park
 
     def _select_cpu_weight(self, t: Task, prev: CPU, waker: CPU | None, sync: bool) -> CPU:
         """select_task_rq_fair of 4.14+ for a fair task (kernel/sched/fair.c): wake_affine
@@ -1719,6 +2226,8 @@ class Machine:
         never the only task of a run queue (detach_tasks() in kernel/sched/fair.c stops at
         ``src_rq->nr_running <= 1`` when balancing from idle): a task woken onto an idle CPU
         that is still leaving its idle state stays there."""
+        if self.lb_2624:
+            return self._idle_balance_2624(cpu)
         kicked, cpu.nohz_balance = cpu.nohz_balance, False
         busiest = None
         for c in self.cpus:

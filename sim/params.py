@@ -44,7 +44,7 @@ class KernelConfig:
         source="kernel/Kconfig.preempt",
     )
     nohz_idle: bool = knob(True, doc="CONFIG_NO_HZ_IDLE: stop the tick on idle CPUs", source="kernel/time/Kconfig")
-    wake_affine: Literal["prev", "waker", "weight", "pack"] = knob(
+    wake_affine: Literal["prev", "waker", "weight", "pack", "2.6.24"] = knob(
         "prev",
         doc="where select_task_rq_fair sends a wakeup: 'prev' (4.x+ wake_affine_idle: the wakee's previous CPU "
         "if it is idle, else an idle CPU near it, else the less loaded of previous and waker CPU), 'waker' "
@@ -56,19 +56,47 @@ class KernelConfig:
         "modelled; then select_idle_sibling) or 'pack' (a measured guest "
         "kernel's rule: the waker's CPU whenever the waker runs alone there, even if another CPU idles; else as "
         "'weight'; measured for wakeups from a task, applied also to a wakeup from an interrupt on a CPU "
-        "running one task [unverified])",
+        "running one task [unverified]) or '2.6.24' (try_to_wake_up of 2.6.24: the waker's CPU for a sync wakeup of a "
+        "cache-cold task, else only when the previous CPU's load (the lower of its weight at the last tick and now) is "
+        "at least the waker CPU's (the higher one, less the waker on a sync wakeup) plus the wakee, over 1.12; a "
+        "real-time task weighs 173 nice-0 tasks, so under PREEMPT_RT the softirq thread woken by every tick keeps "
+        "non-sync wakeups on their previous CPU; then wake_idle: an idle CPU if the choice runs one task)",
         source="kernel/sched/fair.c select_task_rq_fair, wake_affine, wake_affine_idle, wake_affine_weight, "
         "select_idle_sibling; kernel/sched/topology.c sd_init (imbalance_pct 117); 'pack': collector item "
-        "wake_placement (no mainline source: see Machine._select_cpu_weight)",
+        "wake_placement (no mainline source: see Machine._select_cpu_weight); '2.6.24': kernel/sched.c try_to_wake_up, "
+        "wake_idle, source_load, target_load, update_cpu_load, set_load_weight; include/linux/topology.h SD_MC_INIT",
     )
-    fork_balance: Literal["idlest", "pack"] = knob(
+    fork_balance: Literal["idlest", "pack", "2.6.24"] = knob(
         "idlest",
         doc="where a forked task starts: 'idlest' (mainline wake_up_new_task -> select_task_rq_fair with "
-        "SD_BALANCE_FORK: the idlest allowed CPU, searched from the parent's, so an idle CPU when there is one) "
-        "or 'pack' (a measured guest kernel's rule: the parent's CPU whenever the parent runs alone there, even "
-        "if another CPU idles; else as 'idlest')",
+        "SD_BALANCE_FORK: the idlest allowed CPU, searched from the parent's, so an idle CPU when there is one), "
+        "'pack' (a measured guest kernel's rule: the parent's CPU whenever the parent runs alone there, even "
+        "if another CPU idles; else as 'idlest') or '2.6.24' (sched_fork -> sched_balance_self finds no domain with "
+        "SD_BALANCE_FORK in SD_MC_INIT/SD_CPU_INIT: the parent's CPU, and the child runs first: it takes the "
+        "parent's vruntime if smaller and the parent is rescheduled, sysctl_sched_child_runs_first = 1; "
+        "START_DEBIT is not modelled)",
         source="kernel/sched/core.c wake_up_new_task; kernel/sched/fair.c select_task_rq_fair, "
-        "sched_balance_find_dst_cpu; 'pack': collector item wake_placement, series fork (no mainline source)",
+        "sched_balance_find_dst_cpu; 'pack': collector item wake_placement, series fork (no mainline source); "
+        "'2.6.24': kernel/sched.c sched_fork, sched_balance_self, wake_up_new_task; kernel/sched_fair.c "
+        "task_new_fair; include/linux/topology.h",
+    )
+    load_balance: Literal["nr_running", "2.6.24"] = knob(
+        "nr_running",
+        doc="periodic, idle and newly-idle load balancing: 'nr_running' (the run queues' task counts: a CPU pulls "
+        "from the busiest while they differ by two or more tasks, one task per periodic pass every sd_weight ms "
+        "(under sched = 'eevdf' up to 32, as detach_tasks), a newly idle CPU pulls one waiting task, a busy CPU's "
+        "tick kicks an idle one to pull) or '2.6.24' (load_balance of 2.6.24 with SD_MC_INIT's values: "
+        "find_busiest_group on rq->load.weight and the tick-decayed cpu_load[] (busy_idx 2, idle and newidle "
+        "idx 0), imbalance_pct 125, a real-time task weighing 173 nice-0 tasks; move_tasks pulls up to the "
+        "imbalance's weight (at most 33 tasks looked at), cache-hot tasks only after two failures, active "
+        "balance by the migration thread after four; every 1-4 ms on an idle CPU, 64-256 ms on a busy one "
+        "(busy_factor 64); idle_balance on a CPU about to idle; under NO_HZ one idle CPU keeps its tick and "
+        "balances for the others)",
+        source="'2.6.24': kernel/sched.c load_balance, find_busiest_group, find_busiest_queue, move_tasks, "
+        "balance_tasks, can_migrate_task, task_hot, load_balance_newidle, idle_balance, active_load_balance, "
+        "rebalance_domains, run_rebalance_domains, trigger_load_balance, select_nohz_load_balancer, "
+        "update_cpu_load; kernel/sched_fair.c load_balance_fair; include/linux/topology.h SD_MC_INIT; "
+        "'nr_running': kernel/sched/fair.c (see sim/machine.py Machine._pull_imbalance)",
     )
     gentle_fair_sleepers: bool = knob(
         True,

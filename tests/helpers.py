@@ -19,9 +19,11 @@ def machine(
     preempt: str = "voluntary",
     seed: int = 1,
     trace: bool = False,
+    kernel: dict | None = None,
     **costs: int,
 ) -> Machine:
-    """A machine with every cost 0 (unless given) and no jitter: times are exact."""
+    """A machine with every cost 0 (unless given) and no jitter: times are exact. ``kernel``:
+    further KernelConfig knobs."""
     c = dataclasses.replace(ZERO_COSTS, **costs)
-    k = KernelConfig(hz=hz, nohz_idle=nohz_idle, preempt=preempt)  # type: ignore[arg-type]
+    k = KernelConfig(hz=hz, nohz_idle=nohz_idle, preempt=preempt, **(kernel or {}))  # type: ignore[arg-type]
     return Machine(Env(), MachineConfig(cpus=cpus), k, c, Streams(seed), Tracer() if trace else None)

@@ -135,7 +135,12 @@ def intervals_disjoint(iv):
 
 @given(scenarios())
 def test_substrate_invariants(sc):
-    cfg, pairs, spawner, seed = sc
+    check_invariants(*sc)
+
+
+def check_invariants(cfg, pairs, spawner, seed):
+    """The substrate's invariants on one random scenario (also used with other scheduler knobs:
+    tests/test_sched_balance_2624.py)."""
     m, times, received = simulate(cfg, pairs, spawner, seed)
     # simulated time never goes backwards
     assert times == sorted(times)

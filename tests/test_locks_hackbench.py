@@ -173,11 +173,17 @@ def test_story_contract_and_predictions(shared_runs, capsys):
     assert by["rt6"].target == by["rt7-lateral"].target == by["rt7-adaptive"].target == 0.20
     assert by["vanilla"].target is None
     assert by["vanilla"].ok, by["vanilla"].rel_error  # within the fit tolerance with one seed
-    # what the model achieves (docs/readme/locks.md): the order of the four kernels and the
-    # adaptive time are right; rt6 and rt7-lateral are too fast (misses: -60 % and -38 % with
-    # three seeds), i.e. the model's convoys are weaker than the real ones
-    assert by["all"].ok, by["all"].note
+    # what the model achieves (docs/readme/locks.md): the adaptive time is right, vanilla is the
+    # fastest and rt6 the slowest kernel; rt6 and rt7-lateral are too fast (misses: -42 % and
+    # -40 % with three seeds). With 2.6.24's wakeup placement and load balancing the order row
+    # holds for seed 1 (and for the mean of three seeds), but lateral is only about 2 % slower
+    # than adaptive where the box measured 67 % (seed 2 alone reverses them):
+    # docs/kernel/rtmutex-hackbench.md §12
     assert by["rt7-adaptive"].ok, by["rt7-adaptive"]
+    t = {c: by[c].simulated for c in ("vanilla", "rt6", "rt7-lateral", "rt7-adaptive")}
+    assert t["vanilla"] < min(t["rt7-lateral"], t["rt7-adaptive"]) and max(t["rt7-lateral"], t["rt7-adaptive"]) < t["rt6"]
+    assert by["all"].ok, by["all"].note
+    assert t["rt7-lateral"] < 1.1 * t["rt7-adaptive"]
     assert not by["rt6"].ok and by["rt6"].simulated < by["rt6"].reference
     assert not by["rt7-lateral"].ok and by["rt7-lateral"].simulated < by["rt7-lateral"].reference
     # the CLI prints the same rows as JSON, and --check reports the misses

@@ -10,10 +10,12 @@ linear in the size.
 
 One value is fitted (``calibration/fits/hackbench-rt-2008.toml``, by :func:`fit`): the message
 path's cost scale, to vanilla 3.9 s. The second anchor the story allows, rt6 17.1 s, is *not*
-fitted: no -rt parameter reaches it at a plausible value (the rt-mutex slow path needs about
-14.6 us, twenty times its prior, and rt6 then jumps between 17 and 40 s with tiny changes; an
-effective context-switch cost of 13.5 us reaches it but breaks the linear scaling in size and
-sends both predictions 45-140 % off; the fit file keeps both attempts). So rt6, rt7-lateral
+fitted: no -rt parameter reaches it at a plausible value (on earlier models the rt-mutex slow
+path needed about 14.6 us, twenty times its prior, and rt6 then jumped between 17 and 40 s with
+tiny changes; an effective context-switch cost of 13.5 us reached it but broke the linear scaling
+in size and sent both predictions 45-140 % off; the fit file keeps both attempts; with 2.6.24's
+placement, balancing and fork rt6 is smooth in the slow path but would need about 2.6 us,
+docs/kernel/rtmutex-hackbench.md §12.5). So rt6, rt7-lateral
 and rt7-adaptive are predictions (target 20 %), and so is the order of the four kernels.
 
 Refit with ``python -m calibration.stories.hackbench_rt_2008 --fit`` (30-60 minutes).

@@ -542,7 +542,7 @@ class Hackbench:
             return BLOCKED
 
         def wake_senders(cpu: CPU, t: Task) -> int:  # unix_write_space: wake_up_interruptible_sync
-            return wq_ns + p.senders_wq.wake_all(cpu)
+            return wq_ns + p.senders_wq.wake_all(cpu, sync=True)
 
         st_l, st_u = Lock(p.state_lock, dequeue), Unlock(p.state_lock)
         st_lock, st_u_copy = Lock(p.state_lock), Unlock(p.state_lock, wfree)
