@@ -105,7 +105,7 @@ class Env(simpy.Environment):
                 return until.value
             until.callbacks.append(StopSimulation.callback)
         try:
-            self._loop(False)
+            self._loop()
         except StopSimulation as exc:
             return exc.args[0]
         except EmptySchedule:
@@ -115,30 +115,81 @@ class Env(simpy.Environment):
         return None
 
     def step(self) -> None:
-        """Process the next event (SimPy's API; :meth:`run` does not go through it)."""
-        self._loop(True)
-
-    def _loop(self, once: bool) -> None:
+        """Process the next event (SimPy's API; :meth:`run` does not go through it). The same
+        work as one event of :meth:`_loop`, through the CPU's methods instead of inlined (a
+        segment's end that is the next event is pushed and popped like any other)."""
         queue: list[Any] = self._queue  # type: ignore[assignment]
-        pop, push, replace, eids = heappop, heappush, heapreplace, self._eid
+        if not queue:
+            raise EmptySchedule
+        now, _, eid, ev = heappop(queue)
+        self._now = now
+        cls = type(ev)
+        if cls is CPU:
+            if eid != ev.act_eid:  # superseded
+                return
+            ev.act_eid = -1
+            action = ev.action
+            if action is None:  # the end of a run segment
+                t = ev.curr
+                ev._charge(t, t.remaining)
+                t.remaining = 0
+                ev._dispatch()
+            else:
+                action()
+        else:
+            self._other(ev, cls)
+
+    def _other(self, ev: Any, cls: type) -> None:
+        """An event that is not a CPU's action (see _loop, which inlines this)."""
+        if cls is _Irq:
+            ev.cpu.raise_irq(ev.cost, ev.fn)
+        elif cls is _Call:
+            ev.fn(*ev.args)
+        elif cls is _Tick:
+            ev.cpu._tick_event(ev.gen)
+        else:
+            self._simpy_step(ev)
+
+    def _simpy_step(self, ev: simpy.Event) -> None:
+        # simpy.Environment.step
+        callbacks, ev.callbacks = ev.callbacks, None
+        try:
+            for callback in callbacks:  # type: ignore[union-attr]
+                callback(ev)
+        except StopSimulation:
+            ev.callbacks = callbacks[callbacks.index(callback) + 1 :]  # type: ignore[index]
+            self.schedule(ev, simpy.events.EventPriority(-1))
+            raise
+        if not ev._ok and not hasattr(ev, "_defused"):
+            exc = type(ev._value)(*ev._value.args)
+            exc.__cause__ = ev._value
+            raise exc
+
+    def _loop(self) -> None:
+        queue: list[Any] = self._queue  # type: ignore[assignment]
+        pop, replace, eids = heappop, heapreplace, self._eid
         cpu_cls, irq_cls, call_cls, tick_cls, cpuwork_cls = CPU, _Irq, _Call, _Tick, CpuWork
         normal, blocked, user_st, kernel_st, bound = NORMAL, BLOCKED, USER, KERNEL, run_bound
-        nxt: Any = None  # the next heap entry, already popped (see the end of a segment's step)
         while True:
-            if nxt is None:
-                if not queue:
-                    raise EmptySchedule
-                now, _, eid, ev = pop(queue)
-            else:
-                now, _, eid, ev = nxt
-                nxt = None
-            self._now = now
-            cls = type(ev)
-            if cls is cpu_cls:
+            if not queue:
+                raise EmptySchedule
+            now, _, eid, ev = pop(queue)
+            # An entry, then the entries that a segment's end hands on (see the end of this loop)
+            while True:
+                self._now = now
+                if type(ev) is not cpu_cls:
+                    cls = type(ev)
+                    if cls is irq_cls:
+                        ev.cpu.raise_irq(ev.cost, ev.fn)
+                    elif cls is call_cls:
+                        ev.fn(*ev.args)
+                    elif cls is tick_cls:
+                        ev.cpu._tick_event(ev.gen)
+                    else:
+                        self._simpy_step(ev)
+                    break
                 if eid != ev.act_eid:  # superseded (the CPU was interrupted): ignore
-                    if once:
-                        return
-                    continue
+                    break
                 ev.act_eid = -1
                 action = ev.action
                 while True:
@@ -154,6 +205,7 @@ class Env(simpy.Environment):
                         t.remaining = 0
                         if ev.irqs or ev.softirq_pending or ev.need_resched:
                             ev._dispatch()
+                            r = 0
                             break
                     elif action is ev._dispatch_b:
                         # _dispatch after a switch or an irq, inlined for its usual outcome: the
@@ -161,9 +213,11 @@ class Env(simpy.Environment):
                         t = ev.curr
                         if t is None or ev.irqs or ev.softirq_pending or ev.need_resched or t.remaining > 0:
                             action()
+                            r = 0
                             break
                     else:
                         action()
+                        r = 0
                         break
                     # The next step of the task, inlined for its usual outcomes (CPU time, or a
                     # block); anything else goes on in _run_ops, which starts at an op boundary.
@@ -184,6 +238,7 @@ class Env(simpy.Environment):
                             end = t.on_end
                             if end is None:
                                 ev._exit(t)
+                                r = 0
                                 break
                             t.on_end = None
                             op = end()
@@ -218,17 +273,9 @@ class Env(simpy.Environment):
                         ev.action = None
                         eid = next(eids)
                         at = now + r
-                        if once:
-                            ev.act_eid = eid
-                            push(queue, (at, normal, eid, ev))
-                            break
                         if queue and queue[0][0] <= at:
                             # The heap's first entry comes before this segment's end (at the
-                            # same time it has a lower priority or an older id): push the end
-                            # and pop that entry in one heap operation (heapreplace is
-                            # heappushpop when the first entry is the smaller).
-                            nxt = replace(queue, (at, normal, eid, ev))
-                            ev.act_eid = eid
+                            # same time it has a lower priority or an older id): below.
                             break
                         # This segment's end is the next event (nothing in the heap comes
                         # before it): go on to it at once instead of through the heap. Its
@@ -243,28 +290,13 @@ class Env(simpy.Environment):
                     else:
                         ev._run_ops(t)  # a zero-time step: the op loop goes on
                     break
-            elif cls is irq_cls:
-                ev.cpu.raise_irq(ev.cost, ev.fn)
-            elif cls is call_cls:
-                ev.fn(*ev.args)
-            elif cls is tick_cls:
-                ev.cpu._tick_event(ev.gen)
-            else:
-                # simpy.Environment.step
-                callbacks, ev.callbacks = ev.callbacks, None
-                try:
-                    for callback in callbacks:
-                        callback(ev)
-                except StopSimulation:
-                    ev.callbacks = callbacks[callbacks.index(callback) + 1 :]
-                    self.schedule(ev, simpy.events.EventPriority(-1))
-                    raise
-                if not ev._ok and not hasattr(ev, "_defused"):
-                    exc = type(ev._value)(*ev._value.args)
-                    exc.__cause__ = ev._value
-                    raise exc
-            if once:
-                return
+                if r <= 0:
+                    break  # the CPU's step is done: the next event comes from the heap
+                # A segment started whose end is not the next event: push its end and pop the
+                # heap's first entry in one heap operation (heapreplace is heappushpop when the
+                # first entry is the smaller) and go on with that entry.
+                ev.act_eid = eid
+                now, _, eid, ev = replace(queue, (at, normal, eid, ev))
 
 
 def _no_handler(t: Task, op_type: type) -> ScenarioError:
