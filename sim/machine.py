@@ -198,7 +198,9 @@ class Env(simpy.Environment):
                         t = ev.curr
                         ns = t.remaining
                         t.run_ns += ns
-                        if not t.prio:
+                        if t.vplain:  # CPU._charge's usual case in one test
+                            t.vruntime += ns
+                        elif not t.prio:
                             if t.vcredit:
                                 ns = t.eevdf_uncredited(ns)
                             t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
@@ -1461,6 +1463,7 @@ class Machine:
                     pre = self.jit_sched.apply(self.costs.wakeup)
                     wt.vruntime += pre * 1024 // wt.weight
                     wt.vcredit += pre
+                    wt.update_vplain()
                     eevdf_cost = pre
             if not (target.curr is t and t.on_cpu):
                 target.eevdf_place(t, fork)
@@ -1882,6 +1885,7 @@ class Machine:
             raise ValueError(f"priority must be 0..99, got {prio}")
         old = t.prio
         t.prio = prio
+        t.update_vplain()
         if t.state != RUNNABLE:
             return
         cpu = self.cpus[t.cpu]

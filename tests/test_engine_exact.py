@@ -326,3 +326,41 @@ def test_step_reproduces_run_event_for_event():
         ran, stepped = _stepped_and_run(name, overrides)
         assert ran[0] > 0 and ran[1] > 1000
         assert stepped == ran, name
+
+
+def test_vplain_follows_prio_and_vcredit_at_every_event():
+    # Task.vplain caches (prio 0, no vcredit, weight 1024) for the loop's charge; a write of prio
+    # or vcredit that forgets update_vplain would charge vruntime wrongly without failing elsewhere
+    from pathlib import Path
+
+    import models
+    from sim import scenario as sc
+
+    cat = models.catalog()
+    seen = set()
+    for name, overrides in (
+        ("messaging-demo", {"kernel": {"sched": "eevdf"}, "workload": {"groups": 2, "loops": 10}}),
+        ("hackbench-rt-2008", {"workload": {"groups": 1, "loops": 5}}),
+    ):
+        data = sc.load(Path(__file__).resolve().parents[1] / "scenarios" / f"{name}.toml")
+        for section, values in overrides.items():
+            data[section].update(values)
+        m, _ = sc.build(sc.validate(data, cat), cat)
+        while not m.done.triggered:
+            m.env.step()
+            for c in m.cpus:
+                t = c.curr
+                if t is not None:
+                    assert t.vplain == (not t.prio and not t.vcredit and t.weight == 1024), (name, t)
+                    seen.add((bool(t.prio), bool(t.vcredit)))
+    assert {(False, False), (True, False), (False, True)} <= seen  # each case was met
+
+
+def test_vplain_follows_a_priority_boost_and_deboost():
+    m = machine(cpus=1)
+    t = m.spawn(lambda task: iter(()), "t")
+    assert t.vplain
+    m.set_prio(t, 10)  # a PI boost (models/locks adjust_prio)
+    assert not t.vplain
+    m.set_prio(t, 0)
+    assert t.vplain
