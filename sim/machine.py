@@ -177,9 +177,18 @@ class Env(simpy.Environment):
             # An entry, then the entries that a segment's end hands on (see the end of this loop)
             while True:
                 self._now = now
-                if type(ev) is not cpu_cls:
+                # A CPU's pending action has its event id in act_eid; an irq, a call or a tick
+                # has act_eid -2 (a class attribute) and a SimPy event none: one test tells a
+                # CPU's action from everything else, a superseded action included.
+                try:
+                    act = ev.act_eid
+                except AttributeError:
+                    act = -3
+                if eid != act:
                     cls = type(ev)
-                    if cls is irq_cls:
+                    if cls is cpu_cls:
+                        pass  # superseded (the CPU was interrupted): ignore
+                    elif cls is irq_cls:
                         ev.cpu.raise_irq(ev.cost, ev.fn)
                     elif cls is call_cls:
                         ev.fn(*ev.args)
@@ -187,8 +196,6 @@ class Env(simpy.Environment):
                         ev.cpu._tick_event(ev.gen)
                     else:
                         self._simpy_step(ev)
-                    break
-                if eid != ev.act_eid:  # superseded (the CPU was interrupted): ignore
                     break
                 ev.act_eid = -1
                 action = ev.action
@@ -312,6 +319,7 @@ class _Irq:
     """The heap entry of an interrupt on its way to a CPU (:meth:`Machine.interrupt`)."""
 
     __slots__ = ("cpu", "cost", "fn")
+    act_eid = -2  # not a CPU's action (see Env._loop)
 
     def __init__(self, cpu: CPU, cost: int, fn: IrqFn | None) -> None:
         self.cpu = cpu
@@ -323,6 +331,7 @@ class _Call:
     """The heap entry of a bare timed callback (:meth:`Machine.call_at`)."""
 
     __slots__ = ("fn", "args")
+    act_eid = -2  # not a CPU's action (see Env._loop)
 
     def __init__(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
         self.fn = fn
@@ -333,6 +342,7 @@ class _Tick:
     """The heap entry of a CPU's next tick; superseded when the CPU's ``tick_gen`` moved on."""
 
     __slots__ = ("cpu", "gen")
+    act_eid = -2  # not a CPU's action (see Env._loop)
 
     def __init__(self, cpu: CPU, gen: int) -> None:
         self.cpu = cpu
