@@ -234,7 +234,6 @@ class Env(simpy.Environment):
                     if post is not None:
                         t.post = None
                         r = post(ev, t)
-                        user = False
                         st = kernel_st
                         if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
                             # an op boundary with nothing pending: _run_ops's first step,
@@ -255,20 +254,17 @@ class Env(simpy.Environment):
                         op_type = type(op)
                         if op_type is cpuwork_cls:
                             r = op.ns  # type: ignore[attr-defined]
-                            user = op.user  # type: ignore[attr-defined]
-                            st = user_st if user else kernel_st
+                            st = user_st if op.user else kernel_st  # type: ignore[attr-defined]
                         else:
                             try:
                                 h = ev._handlers[op_type]
                             except KeyError:
                                 raise _no_handler(t, op_type) from None
                             r = op.run(ev, t, op) if h is bound else h(ev, t, op)  # type: ignore[attr-defined]
-                            user = False
                             st = kernel_st
                     if r > 0:
-                        # CPU._start_segment(t, r, user), inlined
+                        # CPU._start_segment(t, r, st == USER), inlined
                         t.remaining = r
-                        t.seg_user = user
                         old = ev.state
                         if old != st:
                             ev.softirq_rounds = 0  # see _start_segment
@@ -714,7 +710,6 @@ class CPU:
                 raise ScenarioError(f"task {t.name!r} makes no progress: {NO_PROGRESS_LIMIT} zero-time ops in a row")
         # _start_segment(t, r, user)
         t.remaining = r
-        t.seg_user = user
         st = USER if user else KERNEL
         now = self.env._now
         old = self.state
@@ -734,7 +729,6 @@ class CPU:
 
     def _start_segment(self, t: Task, ns: int, user: bool) -> None:
         t.remaining = ns
-        t.seg_user = user
         st = USER if user else KERNEL
         if self.state != st:  # back-to-back segments of one task in one mode form one span
             # Softirq rounds in a row end when a task segment starts. Only a segment start sets
@@ -754,6 +748,9 @@ class CPU:
     def _pause(self) -> None:
         t = self.curr
         assert t is not None
+        # the mode the rest of the segment resumes in: only read for a paused segment, so it is
+        # stored here rather than at every segment's start (a segment runs in USER or KERNEL)
+        t.seg_user = self.state == USER
         self.act_eid = -1
         self.action = None
         elapsed = self.env._now - self.seg_start

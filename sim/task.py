@@ -63,7 +63,7 @@ class Task:
         self.cpu = -1  # last CPU it ran or was queued on
         self.affinity = affinity
         self.remaining = 0  # ns left of an interrupted segment
-        self.seg_user = True
+        self.seg_user = True  # the mode of its paused segment (CPU._pause), read when it resumes
         self.post: Callable[[CPU, Task], int] | None = None
         self.retval: Any = None
         self.preempt_count = 0
