@@ -211,8 +211,11 @@ class Env(simpy.Environment):
                             if t.vcredit:
                                 ns = t.eevdf_uncredited(ns)
                             t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
-                        t.remaining = 0
+                        # t.remaining still holds the ended segment's length: the next segment's
+                        # start overwrites it, every other way on sets it to 0 first (nothing
+                        # reads it for the running task in between)
                         if ev.irqs or ev.softirq_pending or ev.need_resched:
+                            t.remaining = 0
                             ev._dispatch()
                             r = 0
                             break
@@ -245,6 +248,7 @@ class Env(simpy.Environment):
                         except StopIteration:
                             end = t.on_end
                             if end is None:
+                                t.remaining = 0
                                 ev._exit(t)
                                 r = 0
                                 break
@@ -290,9 +294,11 @@ class Env(simpy.Environment):
                         action = None
                         continue
                     elif r == blocked:
+                        t.remaining = 0
                         t.state = T_BLOCKED
                         ev._schedule()
                     else:
+                        t.remaining = 0
                         ev._run_ops(t)  # a zero-time step: the op loop goes on
                     break
                 if r <= 0:
