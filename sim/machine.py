@@ -79,6 +79,8 @@ class Env(simpy.Environment):
         # SimPy events scheduled so far (see schedule): every other event id is a machine's
         # heap entry, so Machine.events needs no counter on the hot paths
         self.simpy_scheduled = 0
+        # the op handlers of the machine built on this environment (Machine.handlers)
+        self.handlers: dict[type, Any] = {}
 
     def schedule(self, event: simpy.Event, priority: Any = simpy.core.NORMAL, delay: Any = 0) -> None:
         # simpy.Environment.schedule, counted
@@ -167,8 +169,8 @@ class Env(simpy.Environment):
 
     def _loop(self) -> None:
         queue: list[Any] = self._queue  # type: ignore[assignment]
-        pop, replace, eids = heappop, heapreplace, self._eid
-        cpu_cls, irq_cls, call_cls, tick_cls, cpuwork_cls = CPU, _Irq, _Call, _Tick, CpuWork
+        pop, replace, eids, handlers = heappop, heapreplace, self._eid, self.handlers
+        cpu_cls, irq_cls, call_cls, tick_cls, cpuwork = CPU, _Irq, _Call, _Tick, run_cpuwork
         normal, blocked, user_st, kernel_st, bound = NORMAL, BLOCKED, USER, KERNEL, run_bound
         while True:
             if not queue:
@@ -255,16 +257,20 @@ class Env(simpy.Environment):
                             t.on_end = None
                             op = end()
                         t.retval = None
-                        op_type = type(op)
-                        if op_type is cpuwork_cls:
+                        # one lookup for every op: a lock's op carries its handler (BoundOp),
+                        # CpuWork is the engine's own (its registry entry is run_cpuwork)
+                        try:
+                            h = handlers[type(op)]
+                        except KeyError:
+                            raise _no_handler(t, type(op)) from None
+                        if h is bound:
+                            r = op.run(ev, t, op)  # type: ignore[attr-defined]
+                            st = kernel_st
+                        elif h is cpuwork:
                             r = op.ns  # type: ignore[attr-defined]
                             st = user_st if op.user else kernel_st  # type: ignore[attr-defined]
                         else:
-                            try:
-                                h = ev._handlers[op_type]
-                            except KeyError:
-                                raise _no_handler(t, op_type) from None
-                            r = op.run(ev, t, op) if h is bound else h(ev, t, op)  # type: ignore[attr-defined]
+                            r = h(ev, t, op)
                             st = kernel_st
                     if r > 0:
                         # CPU._start_segment(t, r, st == USER), inlined
@@ -308,6 +314,13 @@ class Env(simpy.Environment):
                 # first entry is the smaller) and go on with that entry.
                 ev.act_eid = eid
                 now, _, eid, ev = replace(queue, (at, normal, eid, ev))
+
+
+def run_cpuwork(cpu: CPU, t: Task, op: CpuWork) -> int:
+    """The handler registry's entry for :class:`CpuWork` (``Machine.handlers``): the engine
+    runs CpuWork itself, in user or kernel mode, when it finds this entry; called, it gives
+    the op's time."""
+    return op.ns
 
 
 def _no_handler(t: Task, op_type: type) -> ScenarioError:
@@ -1304,7 +1317,9 @@ class Machine:
         self.jit_sched = streams.jitter("sched", costs.jitter_cv)
         # wakeup-to-run latency of every task switch-in (the "scheduling latency")
         self.wake_latency = LogHistogram()
-        self.handlers: dict[type, Handler] = {}
+        # the op handlers; CpuWork's entry marks the engine's own op (Env._loop runs it inline)
+        self.handlers: dict[type, Handler] = {CpuWork: run_cpuwork}
+        env.handlers = self.handlers
         self.softirq_handlers: dict[int, SoftirqHandler] = {}
         self.softirq_names: dict[int, str] = {}
         self.tick_hooks: list[Callable[[CPU], None]] = []
@@ -1345,6 +1360,8 @@ class Machine:
         """Install the handler for an op class (a model's primitive)."""
         if not (isinstance(op_type, type) and issubclass(op_type, Op)):
             raise TypeError(f"{op_type!r} is not an Op class")
+        if op_type is CpuWork:
+            raise TypeError("CpuWork is the engine's own op; it takes no handler")
         self.handlers[op_type] = handler
 
     def register_softirq(self, vec: int, name: str, handler: SoftirqHandler) -> None:

@@ -364,3 +364,13 @@ def test_vplain_follows_a_priority_boost_and_deboost():
     assert not t.vplain
     m.set_prio(t, 0)
     assert t.vplain
+
+
+def test_cpuwork_takes_no_handler():
+    import pytest
+
+    from sim.ops import CpuWork
+
+    m = machine(cpus=1)
+    with pytest.raises(TypeError, match="CpuWork"):
+        m.handle(CpuWork, lambda cpu, t, op: 0)
