@@ -288,10 +288,13 @@ class Env(simpy.Environment):
                         ev.action = None
                         eid = next(eids)
                         at = now + r
-                        if queue and queue[0][0] <= at:
-                            # The heap's first entry comes before this segment's end (at the
-                            # same time it has a lower priority or an older id): below.
-                            break
+                        try:
+                            if queue[0][0] <= at:
+                                # The heap's first entry comes before this segment's end (at
+                                # the same time it has a lower priority or an older id): below.
+                                break
+                        except IndexError:  # nothing else is pending
+                            pass
                         # This segment's end is the next event (nothing in the heap comes
                         # before it): go on to it at once instead of through the heap. Its
                         # event id is spent as a push would, so the order and the result are
