@@ -216,16 +216,18 @@ class Env(simpy.Environment):
                         # t.remaining still holds the ended segment's length: the next segment's
                         # start overwrites it, every other way on sets it to 0 first (nothing
                         # reads it for the running task in between)
-                        if ev.irqs or ev.softirq_pending or ev.need_resched:
-                            t.remaining = 0
-                            ev._dispatch()
-                            r = 0
-                            break
+                        if ev.attn:  # maybe an irq, a softirq or a reschedule is pending
+                            if ev.irqs or ev.softirq_pending or ev.resched:
+                                t.remaining = 0
+                                ev._dispatch()
+                                r = 0
+                                break
+                            ev.attn = False
                     elif action is ev._dispatch_b:
                         # _dispatch after a switch or an irq, inlined for its usual outcome: the
                         # current task goes on at an op boundary (or with its retry, ``post``)
                         t = ev.curr
-                        if t is None or ev.irqs or ev.softirq_pending or ev.need_resched or t.remaining > 0:
+                        if t is None or ev.attn or t.remaining > 0:
                             action()
                             r = 0
                             break
@@ -240,7 +242,7 @@ class Env(simpy.Environment):
                         t.post = None
                         r = post(ev, t)
                         st = kernel_st
-                        if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
+                        if r == 0 and t.post is None and not ev.resched and not ev.softirq_pending:
                             # an op boundary with nothing pending: _run_ops's first step,
                             # inlined (the next op)
                             post = None
@@ -390,7 +392,7 @@ class CPU:
 
     __slots__ = (
         "m", "env", "index", "curr", "rq", "nr_queued", "state", "since", "acc", "action",
-        "seg_start", "need_resched", "irqs", "irq_from", "softirq_pending",
+        "seg_start", "resched", "attn", "irqs", "irq_from", "softirq_pending",
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "nohz_balance", "tick_gen", "tick_at", "jiffy_timers",
@@ -410,7 +412,11 @@ class CPU:
         self.acc = [0] * len(STATE_NAMES)
         self.action: Callable[[], None] | None = None
         self.seg_start = 0
-        self.need_resched = False
+        # need_resched (TIF_NEED_RESCHED; the property sets attn), and attn: set whenever an irq,
+        # a softirq or a reschedule becomes pending, cleared by the loop when none is, so a
+        # segment's end tests one flag (Env._loop)
+        self.resched = False
+        self.attn = False
         self.irqs: list[tuple[int, IrqFn | None]] = []
         self.irq_from = IDLE
         self.softirq_pending = 0
@@ -477,6 +483,17 @@ class CPU:
         The pending action is a segment's end when it is None (see Env), and there is one
         while ``act_eid`` is set; neither is stored twice, as they change at every event."""
         return self.act_eid >= 0 and self.action is None
+
+    @property
+    def need_resched(self) -> bool:
+        """TIF_NEED_RESCHED: reschedule at the next preemption point."""
+        return self.resched
+
+    @need_resched.setter
+    def need_resched(self, v: bool) -> None:
+        self.resched = v
+        if v:
+            self.attn = True
 
     @property
     def idle(self) -> bool:
@@ -578,6 +595,7 @@ class CPU:
         """An interrupt arrives *now*. Call only from an event callback (use
         :meth:`Machine.interrupt` from anywhere else)."""
         self.irqs.append((cost, fn))
+        self.attn = True
         st = self.state
         if st == IDLE:
             self.irq_from = IDLE
@@ -615,6 +633,7 @@ class CPU:
         """Mark softirq ``vec`` pending on this CPU; it runs at the next interrupt exit or op
         boundary (or in ksoftirqd under softirq overload)."""
         self.softirq_pending |= 1 << vec
+        self.attn = True
 
     def _run_softirq(self) -> None:
         pending = self.softirq_pending
@@ -652,7 +671,7 @@ class CPU:
         if t is None:
             self._schedule()
             return
-        if self.need_resched and self._preemptible(t):
+        if self.resched and self._preemptible(t):
             self._schedule()
             return
         # _advance(t), inlined
@@ -691,8 +710,8 @@ class CPU:
                 # An op boundary: a preemption point (return to user / cond_resched) and the
                 # place where softirqs raised by the previous op run. (The usual case, neither
                 # pending, is tested first.)
-                if (self.need_resched or self.softirq_pending) and t.preempt_count == 0:
-                    if self.need_resched:
+                if (self.resched or self.softirq_pending) and t.preempt_count == 0:
+                    if self.resched:
                         self._schedule()
                         return
                     if self.softirq_pending and not self._softirq_overloaded():
@@ -1003,7 +1022,7 @@ class CPU:
         still runnable; an empty queue tries to pull work before going idle."""
         m = self.m
         now = self.env._now
-        self.need_resched = False
+        self.resched = False
         prev = self.curr
         eevdf = m.eevdf
         if eevdf and prev is not None and prev.state == T_BLOCKED and not prev.prio:
@@ -1568,7 +1587,7 @@ class Machine:
                 v += e * 1024 // curr.weight
             preempt = v - t.vruntime > self.sched_wakeup_granularity
         if preempt:
-            target.need_resched = True
+            target.resched = target.attn = True  # target.need_resched = True
             if target is not waker and not target.resched_pending:
                 target.resched_pending = True
                 self.send_ipi(waker, target, self._resched_done, name="resched ipi")

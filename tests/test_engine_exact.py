@@ -328,7 +328,7 @@ def test_step_reproduces_run_event_for_event():
         assert stepped == ran, name
 
 
-def test_vplain_follows_prio_and_vcredit_at_every_event():
+def test_vplain_and_attn_hold_at_every_event():
     # Task.vplain caches (prio 0, no vcredit, weight 1024) for the loop's charge; a write of prio
     # or vcredit that forgets update_vplain would charge vruntime wrongly without failing elsewhere
     from pathlib import Path
@@ -349,6 +349,9 @@ def test_vplain_follows_prio_and_vcredit_at_every_event():
         while not m.done.triggered:
             m.env.step()
             for c in m.cpus:
+                # CPU.attn is set whenever an irq, a softirq or a reschedule is pending (the
+                # loop's one test at a segment's end)
+                assert c.attn or not (c.irqs or c.softirq_pending or c.need_resched), (name, c.index)
                 t = c.curr
                 if t is not None:
                     assert t.vplain == (not t.prio and not t.vcredit and t.weight == 1024), (name, t)
