@@ -377,3 +377,36 @@ def test_cpuwork_takes_no_handler():
     m = machine(cpus=1)
     with pytest.raises(TypeError, match="CpuWork"):
         m.handle(CpuWork, lambda cpu, t, op: 0)
+
+
+def test_a_softirq_raised_by_an_op_runs_when_its_time_ends():
+    # raised in task context (not at an irq's exit), the softirq is taken at the end of the op's
+    # CPU time, before the task's next op: CPU.attn must have been set by raise_softirq
+    from sim.ops import Call
+
+    m = machine(cpus=1)
+    log = []
+
+    def handler(cpu):
+        log.append(("softirq", m.now))
+        return 0, None
+
+    m.register_softirq(5, "test", handler)
+
+    def raise_it(cpu, t):
+        cpu.raise_softirq(5)
+        return 1_000
+
+    def script(task):
+        yield cpu(2_000)
+        yield Call(raise_it)
+        log.append(("next op", m.now))
+        yield cpu(3_000)
+
+    m.spawn(script, "t")
+    run(m, 100 * US)
+    assert log == [("softirq", 3_000), ("next op", 3_000)]
+    c = m.cpus[0]
+    c.attn = False
+    c.need_resched = True  # any writer of need_resched sets attn
+    assert c.attn and c.resched
