@@ -242,9 +242,9 @@ class Env(simpy.Environment):
                         t.post = None
                         r = post(ev, t)
                         st = kernel_st
-                        if r == 0 and t.post is None and not ev.resched and not ev.softirq_pending:
-                            # an op boundary with nothing pending: _run_ops's first step,
-                            # inlined (the next op)
+                        if r == 0 and t.post is None and not ev.attn:
+                            # an op boundary with nothing pending (attn: not even maybe): the
+                            # next op, _run_ops's first step, inlined
                             post = None
                     if post is None:
                         try:
