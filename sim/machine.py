@@ -152,14 +152,14 @@ class Env(simpy.Environment):
         else:
             self._simpy_step(ev)
 
-    def _simpy_step(self, ev: simpy.Event) -> None:
+    def _simpy_step(self, ev: Any) -> None:
         # simpy.Environment.step
         callbacks, ev.callbacks = ev.callbacks, None
         try:
-            for callback in callbacks:  # type: ignore[union-attr]
+            for callback in callbacks:
                 callback(ev)
         except StopSimulation:
-            ev.callbacks = callbacks[callbacks.index(callback) + 1 :]  # type: ignore[index]
+            ev.callbacks = callbacks[callbacks.index(callback) + 1 :]
             self.schedule(ev, simpy.events.EventPriority(-1))
             raise
         if not ev._ok and not hasattr(ev, "_defused"):
