@@ -79,6 +79,8 @@ class Env(simpy.Environment):
         # SimPy events scheduled so far (see schedule): every other event id is a machine's
         # heap entry, so Machine.events needs no counter on the hot paths
         self.simpy_scheduled = 0
+        # the op handlers of the machine built on this environment (Machine.handlers)
+        self.handlers: dict[type, Any] = {}
 
     def schedule(self, event: simpy.Event, priority: Any = simpy.core.NORMAL, delay: Any = 0) -> None:
         # simpy.Environment.schedule, counted
@@ -105,7 +107,7 @@ class Env(simpy.Environment):
                 return until.value
             until.callbacks.append(StopSimulation.callback)
         try:
-            self._loop(False)
+            self._loop()
         except StopSimulation as exc:
             return exc.args[0]
         except EmptySchedule:
@@ -115,30 +117,88 @@ class Env(simpy.Environment):
         return None
 
     def step(self) -> None:
-        """Process the next event (SimPy's API; :meth:`run` does not go through it)."""
-        self._loop(True)
-
-    def _loop(self, once: bool) -> None:
+        """Process the next event (SimPy's API; :meth:`run` does not go through it). The same
+        work as one event of :meth:`_loop`, through the CPU's methods instead of inlined (a
+        segment's end that is the next event is pushed and popped like any other)."""
         queue: list[Any] = self._queue  # type: ignore[assignment]
-        pop, push, replace, eids = heappop, heappush, heapreplace, self._eid
-        cpu_cls, irq_cls, call_cls, tick_cls, cpuwork_cls = CPU, _Irq, _Call, _Tick, CpuWork
-        normal, blocked, user_st, kernel_st, bound = NORMAL, BLOCKED, USER, KERNEL, run_bound
-        nxt: Any = None  # the next heap entry, already popped (see the end of a segment's step)
-        while True:
-            if nxt is None:
-                if not queue:
-                    raise EmptySchedule
-                now, _, eid, ev = pop(queue)
+        if not queue:
+            raise EmptySchedule
+        now, _, eid, ev = heappop(queue)
+        self._now = now
+        cls = type(ev)
+        if cls is CPU:
+            if eid != ev.act_eid:  # superseded
+                return
+            ev.act_eid = -1
+            action = ev.action
+            if action is None:  # the end of a run segment
+                t = ev.curr
+                ev._charge(t, t.remaining)
+                t.remaining = 0
+                ev._dispatch()
             else:
-                now, _, eid, ev = nxt
-                nxt = None
-            self._now = now
-            cls = type(ev)
-            if cls is cpu_cls:
-                if eid != ev.act_eid:  # superseded (the CPU was interrupted): ignore
-                    if once:
-                        return
-                    continue
+                action()
+        else:
+            self._other(ev, cls)
+
+    def _other(self, ev: Any, cls: type) -> None:
+        """An event that is not a CPU's action (see _loop, which inlines this)."""
+        if cls is _Irq:
+            ev.cpu.raise_irq(ev.cost, ev.fn)
+        elif cls is _Call:
+            ev.fn(*ev.args)
+        elif cls is _Tick:
+            ev.cpu._tick_event(ev.gen)
+        else:
+            self._simpy_step(ev)
+
+    def _simpy_step(self, ev: Any) -> None:
+        # simpy.Environment.step
+        callbacks, ev.callbacks = ev.callbacks, None
+        try:
+            for callback in callbacks:
+                callback(ev)
+        except StopSimulation:
+            ev.callbacks = callbacks[callbacks.index(callback) + 1 :]
+            self.schedule(ev, simpy.events.EventPriority(-1))
+            raise
+        if not ev._ok and not hasattr(ev, "_defused"):
+            exc = type(ev._value)(*ev._value.args)
+            exc.__cause__ = ev._value
+            raise exc
+
+    def _loop(self) -> None:
+        queue: list[Any] = self._queue  # type: ignore[assignment]
+        pop, replace, eids, handlers = heappop, heapreplace, self._eid, self.handlers
+        cpu_cls, irq_cls, call_cls, tick_cls, cpuwork = CPU, _Irq, _Call, _Tick, run_cpuwork
+        normal, blocked, user_st, kernel_st, bound = NORMAL, BLOCKED, USER, KERNEL, run_bound
+        while True:
+            if not queue:
+                raise EmptySchedule
+            now, _, eid, ev = pop(queue)
+            # An entry, then the entries that a segment's end hands on (see the end of this loop)
+            while True:
+                self._now = now
+                # A CPU's pending action has its event id in act_eid; an irq, a call or a tick
+                # has act_eid -2 (a class attribute) and a SimPy event none: one test tells a
+                # CPU's action from everything else, a superseded action included.
+                try:
+                    act = ev.act_eid
+                except AttributeError:
+                    act = -3
+                if eid != act:
+                    cls = type(ev)
+                    if cls is cpu_cls:
+                        pass  # superseded (the CPU was interrupted): ignore
+                    elif cls is irq_cls:
+                        ev.cpu.raise_irq(ev.cost, ev.fn)
+                    elif cls is call_cls:
+                        ev.fn(*ev.args)
+                    elif cls is tick_cls:
+                        ev.cpu._tick_event(ev.gen)
+                    else:
+                        self._simpy_step(ev)
+                    break
                 ev.act_eid = -1
                 action = ev.action
                 while True:
@@ -147,23 +207,33 @@ class Env(simpy.Environment):
                         t = ev.curr
                         ns = t.remaining
                         t.run_ns += ns
-                        if not t.prio:
+                        if t.vplain:  # CPU._charge's usual case in one test
+                            t.vruntime += ns
+                        elif not t.prio:
                             if t.vcredit:
                                 ns = t.eevdf_uncredited(ns)
                             t.vruntime += ns if t.weight == 1024 else ns * 1024 // t.weight
-                        t.remaining = 0
-                        if ev.irqs or ev.softirq_pending or ev.need_resched:
-                            ev._dispatch()
-                            break
+                        # t.remaining still holds the ended segment's length: the next segment's
+                        # start overwrites it, every other way on sets it to 0 first (nothing
+                        # reads it for the running task in between)
+                        if ev.attn:  # maybe an irq, a softirq or a reschedule is pending
+                            if ev.irqs or ev.softirq_pending or ev.resched:
+                                t.remaining = 0
+                                ev._dispatch()
+                                r = 0
+                                break
+                            ev.attn = False
                     elif action is ev._dispatch_b:
                         # _dispatch after a switch or an irq, inlined for its usual outcome: the
                         # current task goes on at an op boundary (or with its retry, ``post``)
                         t = ev.curr
-                        if t is None or ev.irqs or ev.softirq_pending or ev.need_resched or t.remaining > 0:
+                        if t is None or ev.attn or t.remaining > 0:
                             action()
+                            r = 0
                             break
                     else:
                         action()
+                        r = 0
                         break
                     # The next step of the task, inlined for its usual outcomes (CPU time, or a
                     # block); anything else goes on in _run_ops, which starts at an op boundary.
@@ -171,11 +241,10 @@ class Env(simpy.Environment):
                     if post is not None:
                         t.post = None
                         r = post(ev, t)
-                        user = False
                         st = kernel_st
-                        if r == 0 and t.post is None and not ev.need_resched and not ev.softirq_pending:
-                            # an op boundary with nothing pending: _run_ops's first step,
-                            # inlined (the next op)
+                        if r == 0 and t.post is None and not ev.attn:
+                            # an op boundary with nothing pending (attn: not even maybe): the
+                            # next op, _run_ops's first step, inlined
                             post = None
                     if post is None:
                         try:
@@ -183,28 +252,31 @@ class Env(simpy.Environment):
                         except StopIteration:
                             end = t.on_end
                             if end is None:
+                                t.remaining = 0
                                 ev._exit(t)
+                                r = 0
                                 break
                             t.on_end = None
                             op = end()
                         t.retval = None
-                        op_type = type(op)
-                        if op_type is cpuwork_cls:
+                        # one lookup for every op: a lock's op carries its handler (BoundOp),
+                        # CpuWork is the engine's own (its registry entry is run_cpuwork)
+                        try:
+                            h = handlers[type(op)]
+                        except KeyError:
+                            raise _no_handler(t, type(op)) from None
+                        if h is bound:
+                            r = op.run(ev, t, op)  # type: ignore[attr-defined]
+                            st = kernel_st
+                        elif h is cpuwork:
                             r = op.ns  # type: ignore[attr-defined]
-                            user = op.user  # type: ignore[attr-defined]
-                            st = user_st if user else kernel_st
+                            st = user_st if op.user else kernel_st  # type: ignore[attr-defined]
                         else:
-                            try:
-                                h = ev._handlers[op_type]
-                            except KeyError:
-                                raise _no_handler(t, op_type) from None
-                            r = op.run(ev, t, op) if h is bound else h(ev, t, op)  # type: ignore[attr-defined]
-                            user = False
+                            r = h(ev, t, op)
                             st = kernel_st
                     if r > 0:
-                        # CPU._start_segment(t, r, user), inlined
+                        # CPU._start_segment(t, r, st == USER), inlined
                         t.remaining = r
-                        t.seg_user = user
                         old = ev.state
                         if old != st:
                             ev.softirq_rounds = 0  # see _start_segment
@@ -218,18 +290,13 @@ class Env(simpy.Environment):
                         ev.action = None
                         eid = next(eids)
                         at = now + r
-                        if once:
-                            ev.act_eid = eid
-                            push(queue, (at, normal, eid, ev))
-                            break
-                        if queue and queue[0][0] <= at:
-                            # The heap's first entry comes before this segment's end (at the
-                            # same time it has a lower priority or an older id): push the end
-                            # and pop that entry in one heap operation (heapreplace is
-                            # heappushpop when the first entry is the smaller).
-                            nxt = replace(queue, (at, normal, eid, ev))
-                            ev.act_eid = eid
-                            break
+                        try:
+                            if queue[0][0] <= at:
+                                # The heap's first entry comes before this segment's end (at
+                                # the same time it has a lower priority or an older id): below.
+                                break
+                        except IndexError:  # nothing else is pending
+                            pass
                         # This segment's end is the next event (nothing in the heap comes
                         # before it): go on to it at once instead of through the heap. Its
                         # event id is spent as a push would, so the order and the result are
@@ -238,33 +305,27 @@ class Env(simpy.Environment):
                         action = None
                         continue
                     elif r == blocked:
+                        t.remaining = 0
                         t.state = T_BLOCKED
                         ev._schedule()
                     else:
+                        t.remaining = 0
                         ev._run_ops(t)  # a zero-time step: the op loop goes on
                     break
-            elif cls is irq_cls:
-                ev.cpu.raise_irq(ev.cost, ev.fn)
-            elif cls is call_cls:
-                ev.fn(*ev.args)
-            elif cls is tick_cls:
-                ev.cpu._tick_event(ev.gen)
-            else:
-                # simpy.Environment.step
-                callbacks, ev.callbacks = ev.callbacks, None
-                try:
-                    for callback in callbacks:
-                        callback(ev)
-                except StopSimulation:
-                    ev.callbacks = callbacks[callbacks.index(callback) + 1 :]
-                    self.schedule(ev, simpy.events.EventPriority(-1))
-                    raise
-                if not ev._ok and not hasattr(ev, "_defused"):
-                    exc = type(ev._value)(*ev._value.args)
-                    exc.__cause__ = ev._value
-                    raise exc
-            if once:
-                return
+                if r <= 0:
+                    break  # the CPU's step is done: the next event comes from the heap
+                # A segment started whose end is not the next event: push its end and pop the
+                # heap's first entry in one heap operation (heapreplace is heappushpop when the
+                # first entry is the smaller) and go on with that entry.
+                ev.act_eid = eid
+                now, _, eid, ev = replace(queue, (at, normal, eid, ev))
+
+
+def run_cpuwork(cpu: CPU, t: Task, op: CpuWork) -> int:
+    """The handler registry's entry for :class:`CpuWork` (``Machine.handlers``): the engine
+    runs CpuWork itself, in user or kernel mode, when it finds this entry; called, it gives
+    the op's time."""
+    return op.ns
 
 
 def _no_handler(t: Task, op_type: type) -> ScenarioError:
@@ -278,6 +339,7 @@ class _Irq:
     """The heap entry of an interrupt on its way to a CPU (:meth:`Machine.interrupt`)."""
 
     __slots__ = ("cpu", "cost", "fn")
+    act_eid = -2  # not a CPU's action (see Env._loop)
 
     def __init__(self, cpu: CPU, cost: int, fn: IrqFn | None) -> None:
         self.cpu = cpu
@@ -289,6 +351,7 @@ class _Call:
     """The heap entry of a bare timed callback (:meth:`Machine.call_at`)."""
 
     __slots__ = ("fn", "args")
+    act_eid = -2  # not a CPU's action (see Env._loop)
 
     def __init__(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
         self.fn = fn
@@ -299,6 +362,7 @@ class _Tick:
     """The heap entry of a CPU's next tick; superseded when the CPU's ``tick_gen`` moved on."""
 
     __slots__ = ("cpu", "gen")
+    act_eid = -2  # not a CPU's action (see Env._loop)
 
     def __init__(self, cpu: CPU, gen: int) -> None:
         self.cpu = cpu
@@ -341,7 +405,7 @@ class CPU:
 
     __slots__ = (
         "m", "env", "index", "curr", "rq", "nr_queued", "state", "since", "acc", "action",
-        "seg_start", "need_resched", "irqs", "irq_from", "softirq_pending",
+        "seg_start", "resched", "attn", "irqs", "irq_from", "softirq_pending",
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
         "nohz_balance", "tick_gen", "tick_at", "jiffy_timers",
@@ -363,7 +427,11 @@ class CPU:
         self.acc = [0] * len(STATE_NAMES)
         self.action: Callable[[], None] | None = None
         self.seg_start = 0
-        self.need_resched = False
+        # need_resched (TIF_NEED_RESCHED; the property sets attn), and attn: set whenever an irq,
+        # a softirq or a reschedule becomes pending, cleared by the loop when none is, so a
+        # segment's end tests one flag (Env._loop)
+        self.resched = False
+        self.attn = False
         self.irqs: list[tuple[int, IrqFn | None]] = []
         self.irq_from = IDLE
         self.softirq_pending = 0
@@ -445,6 +513,17 @@ class CPU:
         The pending action is a segment's end when it is None (see Env), and there is one
         while ``act_eid`` is set; neither is stored twice, as they change at every event."""
         return self.act_eid >= 0 and self.action is None
+
+    @property
+    def need_resched(self) -> bool:
+        """TIF_NEED_RESCHED: reschedule at the next preemption point."""
+        return self.resched
+
+    @need_resched.setter
+    def need_resched(self, v: bool) -> None:
+        self.resched = v
+        if v:
+            self.attn = True
 
     @property
     def idle(self) -> bool:
@@ -546,6 +625,7 @@ class CPU:
         """An interrupt arrives *now*. Call only from an event callback (use
         :meth:`Machine.interrupt` from anywhere else)."""
         self.irqs.append((cost, fn))
+        self.attn = True
         st = self.state
         if st == IDLE:
             self.irq_from = IDLE
@@ -582,6 +662,7 @@ class CPU:
         """Mark softirq ``vec`` pending on this CPU; it runs at the next interrupt exit or op
         boundary (or in ksoftirqd under softirq overload)."""
         self.softirq_pending |= 1 << vec
+        self.attn = True
 
     def _run_softirq(self) -> None:
         pending = self.softirq_pending
@@ -619,7 +700,7 @@ class CPU:
         if t is None:
             self._schedule()
             return
-        if self.need_resched and self._preemptible(t):
+        if self.resched and self._preemptible(t):
             self._schedule()
             return
         # _advance(t), inlined
@@ -658,8 +739,8 @@ class CPU:
                 # An op boundary: a preemption point (return to user / cond_resched) and the
                 # place where softirqs raised by the previous op run. (The usual case, neither
                 # pending, is tested first.)
-                if (self.need_resched or self.softirq_pending) and t.preempt_count == 0:
-                    if self.need_resched:
+                if (self.resched or self.softirq_pending) and t.preempt_count == 0:
+                    if self.resched:
                         self._schedule()
                         return
                     if self.softirq_pending and not self._softirq_overloaded():
@@ -699,7 +780,6 @@ class CPU:
                 raise ScenarioError(f"task {t.name!r} makes no progress: {NO_PROGRESS_LIMIT} zero-time ops in a row")
         # _start_segment(t, r, user)
         t.remaining = r
-        t.seg_user = user
         st = USER if user else KERNEL
         now = self.env._now
         old = self.state
@@ -719,7 +799,6 @@ class CPU:
 
     def _start_segment(self, t: Task, ns: int, user: bool) -> None:
         t.remaining = ns
-        t.seg_user = user
         st = USER if user else KERNEL
         if self.state != st:  # back-to-back segments of one task in one mode form one span
             # Softirq rounds in a row end when a task segment starts. Only a segment start sets
@@ -739,6 +818,9 @@ class CPU:
     def _pause(self) -> None:
         t = self.curr
         assert t is not None
+        # the mode the rest of the segment resumes in: only read for a paused segment, so it is
+        # stored here rather than at every segment's start (a segment runs in USER or KERNEL)
+        t.seg_user = self.state == USER
         self.act_eid = -1
         self.action = None
         elapsed = self.env._now - self.seg_start
@@ -969,7 +1051,7 @@ class CPU:
         still runnable; an empty queue tries to pull work before going idle."""
         m = self.m
         now = self.env._now
-        self.need_resched = False
+        self.resched = False
         prev = self.curr
         eevdf = m.eevdf
         if eevdf and prev is not None and prev.state == T_BLOCKED and not prev.prio:
@@ -1323,7 +1405,9 @@ class Machine:
         self.jit_sched = streams.jitter("sched", costs.jitter_cv)
         # wakeup-to-run latency of every task switch-in (the "scheduling latency")
         self.wake_latency = LogHistogram()
-        self.handlers: dict[type, Handler] = {}
+        # the op handlers; CpuWork's entry marks the engine's own op (Env._loop runs it inline)
+        self.handlers: dict[type, Handler] = {CpuWork: run_cpuwork}
+        env.handlers = self.handlers
         self.softirq_handlers: dict[int, SoftirqHandler] = {}
         self.softirq_names: dict[int, str] = {}
         self.tick_hooks: list[Callable[[CPU], None]] = []
@@ -1378,6 +1462,8 @@ class Machine:
         """Install the handler for an op class (a model's primitive)."""
         if not (isinstance(op_type, type) and issubclass(op_type, Op)):
             raise TypeError(f"{op_type!r} is not an Op class")
+        if op_type is CpuWork:
+            raise TypeError("CpuWork is the engine's own op; it takes no handler")
         self.handlers[op_type] = handler
 
     def register_softirq(self, vec: int, name: str, handler: SoftirqHandler) -> None:
@@ -1534,6 +1620,7 @@ class Machine:
                     pre = self.jit_sched.apply(self.costs.wakeup)
                     wt.vruntime += pre * 1024 // wt.weight
                     wt.vcredit += pre
+                    wt.update_vplain()
                     eevdf_cost = pre
             if not (target.curr is t and t.on_cpu):
                 target.eevdf_place(t, fork)
@@ -1605,7 +1692,7 @@ class Machine:
                 v += e * 1024 // curr.weight
             preempt = v - t.vruntime > self.sched_wakeup_granularity
         if preempt:
-            target.need_resched = True
+            target.resched = target.attn = True  # target.need_resched = True
             if target is not waker and not target.resched_pending:
                 target.resched_pending = True
                 self.send_ipi(waker, target, self._resched_done, name="resched ipi")
@@ -2389,6 +2476,7 @@ class Machine:
             raise ValueError(f"priority must be 0..99, got {prio}")
         old = t.prio
         t.prio = prio
+        t.update_vplain()
         if t.state != RUNNABLE:
             return
         cpu = self.cpus[t.cpu]

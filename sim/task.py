@@ -32,6 +32,7 @@ class Task:
         "run_ns", "wait_ns", "nvcsw", "nivcsw", "migrations", "wakeups", "ended", "data",
         "base_prio", "_rq_seq", "on_cpu", "ran_cpu", "slice_exec", "op", "pipe_waited", "on_end",
         "deadline", "vlag", "vprot", "delayed", "vcredit", "mm", "load_avg", "load_t", "held", "lockw",
+        "vplain",
     )  # fmt: skip
 
     def __init__(
@@ -62,7 +63,7 @@ class Task:
         self.cpu = -1  # last CPU it ran or was queued on
         self.affinity = affinity
         self.remaining = 0  # ns left of an interrupted segment
-        self.seg_user = True
+        self.seg_user = True  # the mode of its paused segment (CPU._pause), read when it resumes
         self.post: Callable[[CPU, Task], int] | None = None
         self.retval: Any = None
         self.preempt_count = 0
@@ -92,6 +93,11 @@ class Task:
         self.vprot = 0
         self.delayed = False
         self.vcredit = 0  # eevdf: run time already in vruntime (a waker's wakeup work, see Machine.wake)
+        # run time goes into vruntime one to one: a fair task (prio 0) of weight 1024 without
+        # vcredit. The engine charges such a segment with one test (Env._loop); every write of
+        # prio or vcredit calls update_vplain (weight is fixed at creation).
+        self.vplain = False
+        self.update_vplain()
         # kernel.wake_affine = "weight": the task's PELT load (se->avg.load_avg, kernel/sched/pelt.c) as
         # of load_t, its last wakeup; a new task starts at its full weight (init_entity_runnable_average)
         self.load_avg = NICE_0_WEIGHT
@@ -112,7 +118,12 @@ class Task:
         """The part of ``ns`` of run time not yet in the vruntime (see ``vcredit``)."""
         d = min(ns, self.vcredit)
         self.vcredit -= d
+        self.update_vplain()
         return ns - d
+
+    def update_vplain(self) -> None:
+        """Recompute ``vplain`` after ``prio`` or ``vcredit`` changed."""
+        self.vplain = not self.prio and not self.vcredit and self.weight == NICE_0_WEIGHT
 
     @property
     def rt(self) -> bool:
