@@ -610,7 +610,8 @@ def tick_table(profile: Profile, warnings: list[str] | None = None) -> TickTable
     it = profile.items.get("irq_cost")
     s = it.get_series("tick_busy") if it is not None and it.status == "ok" else None
     ncpu = int(s.params.get("cpus", 0)) if s is not None else 0
-    if s is None or ncpu < 1 or not s.samples or len(s.samples) % ncpu:
+    if s is None or ncpu < 1 or not s.samples or len(s.samples) % ncpu or s.samples_total != len(s.samples):
+        # (a subsample would break the rows: the collector keeps them all, at most max_samples / cpus)
         if warnings is not None and profile.cpus >= 2:
             warnings.append(
                 "tick_busy: the profile has no usable irq_cost.tick_busy series (collector < 0.10.0); the model's "
@@ -625,6 +626,13 @@ def tick_table(profile: Profile, warnings: list[str] | None = None) -> TickTable
     tick = profile.series("irq_cost", "tick").samples
     floor = float(np.min(long_mode(np.asarray(tick, dtype=float)))) if tick else 0.0
     keep = rows[np.all(rows >= floor, axis=1)]
+    if not len(keep):
+        if warnings is not None:
+            warnings.append(
+                f"tick_busy: no row of irq_cost.tick_busy has every CPU's value in the tick's long mode (>= {floor:.0f} "
+                "ns); the model's ticks are tick x jitter (collect irq_cost again on a quiet machine)"
+            )
+        return TickTable((), "", ())
     formula = (
         f"irq_cost.tick_busy rows ({ncpu} CPUs, cpu_list {s.params.get('cpu_list')}): {len(keep)} of {len(rows)} "
         f"jiffies, those with every CPU's value in the long mode (>= {floor:.0f} ns)"

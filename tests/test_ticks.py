@@ -148,3 +148,23 @@ def test_an_empty_jiffy_is_a_clear_error():
     with pytest.raises(ConfigError) as e:
         from_mapping(Costs, {"tick_busy": [[18_000, -1]]}, "costs")
     assert e.value.field == "costs.tick_busy[0][1]"
+
+
+def test_tick_table_refuses_a_subsampled_or_empty_series():
+    import json
+
+    from calibration.profile import validate_profile
+
+    raw = json.loads(open("calibration/profiles/default.json").read())
+    series = {s["label"]: s for s in raw["items"]["irq_cost"].get("series", [])}
+    if "tick_busy" not in series:
+        pytest.skip("the bundled profile predates irq_cost.tick_busy")
+    tb = series["tick_busy"]
+    n = len(tb["samples"])
+    tb["samples_total"] = tb["stats"]["count"] = n + 10  # a subsample: its rows cannot be trusted
+    warnings: list[str] = []
+    assert tick_table(validate_profile(raw, "cut"), warnings).rows == () and warnings
+    tb["samples_total"] = tb["stats"]["count"] = n
+    tb["samples"] = [500.0] * n  # no tick in any window
+    warnings = []
+    assert tick_table(validate_profile(raw, "low"), warnings).rows == () and any("long mode" in w for w in warnings)
