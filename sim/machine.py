@@ -1876,10 +1876,11 @@ class Machine:
     # pinned). SCHED_SOFTIRQ's work runs inside the tick interrupt here (its cost is
     # ``costs.balance`` per task moved), not in a softirq thread.
 
-    def _cpu_load_2624(self, c: CPU, idx: int, local: bool) -> int:
+    @staticmethod
+    def _cpu_load_2624(c: CPU, now: int, idx: int, local: bool) -> int:
         """source_load (another CPU: the lower) or target_load (this CPU: the higher) of
-        cpu_load[idx - 1] and the weight now; idx 0: the weight now (kernel/sched.c)."""
-        now = self._rq_weight_2624(c)[0]
+        cpu_load[idx - 1] and ``now``, the run queue's weight now (_rq_weight_2624); idx 0:
+        the weight now (kernel/sched.c)."""
         if idx == 0:
             return now
         old = c.cpu_load[idx - 1]
@@ -1906,14 +1907,14 @@ class Machine:
         busiest_wl = busiest_nr = 0
         this_wl, this_nr = self._rq_weight_2624(this)
         if this.index not in excluded:
-            this_load = self._cpu_load_2624(this, load_idx, True)
+            this_load = self._cpu_load_2624(this, this_wl, load_idx, True)
             total = this_load
         for c in self._others[this.index]:
             if c.index in excluded:
                 continue
-            load = self._cpu_load_2624(c, load_idx, False)
-            total += load
             wl, nr = self._rq_weight_2624(c)
+            load = self._cpu_load_2624(c, wl, load_idx, False)
+            total += load
             if load > max_load and nr > 1:
                 max_load, busiest, busiest_wl, busiest_nr = load, c, wl, nr
         if busiest is None or this_load >= max_load or busiest_nr == 0:
@@ -1947,6 +1948,10 @@ class Machine:
         if busiest_nr == 1 and busiest_wl > imbalance or busiest_wl == 0:
             return None, 0
         return busiest, imbalance
+
+    def _ms_to_jiffies(self, ms: int) -> int:
+        """msecs_to_jiffies (rounded up), at least one jiffy."""
+        return max(1, -(-ms * self.kernel.hz // 1000))
 
     def _can_migrate_2624(self, t: Task, dst: CPU, failed: int, now: int) -> bool:
         """can_migrate_task after the affinity test: not running, and cache-cold (task_hot: it
@@ -2063,7 +2068,7 @@ class Machine:
         64 unless the CPU idled at its tick) has passed since the last time; set
         rq->next_balance. Returns the tasks moved."""
         interval = c.lb_interval if idle == CPU_IDLE else c.lb_interval * BUSY_FACTOR_2624
-        interval = max(1, -(-interval * self.kernel.hz // 1000))  # msecs_to_jiffies
+        interval = self._ms_to_jiffies(interval)
         jiffies = self.env._now // self.tick_ns
         moved = 0
         if jiffies >= c.lb_last + interval:
@@ -2168,7 +2173,7 @@ class Machine:
         if moved:
             c.lb_failed = 0
         jiffies = self.env._now // self.tick_ns
-        nxt = c.lb_last + max(1, -(-c.lb_interval * self.kernel.hz // 1000))
+        nxt = c.lb_last + self._ms_to_jiffies(c.lb_interval)
         if moved or jiffies > c.lb_next:
             c.lb_next = min(nxt, jiffies + self.kernel.hz)
         if not moved:
