@@ -89,7 +89,9 @@ def floor_run(events: int) -> tuple[Pattern, float, float]:
     from sim.params import Costs, KernelConfig, MachineConfig
     from sim.rng import Streams
 
-    costs = Costs(**{f.name: 0 for f in dataclasses.fields(Costs) if f.name not in ("jitter_cv", "tick_busy")}, jitter_cv=0.0)
+    costs = Costs(
+        **{f.name: 0 for f in dataclasses.fields(Costs) if f.name not in ("jitter_cv", "tick_busy", "other_gaps")}, jitter_cv=0.0
+    )
     m = Machine(Env(), MachineConfig(cpus=CPUS), KernelConfig(hz=1000), costs, Streams(1))
     work = CpuWork(1000)
 

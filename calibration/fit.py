@@ -452,6 +452,8 @@ class Calibration:
     """Workload knobs set from component items (:data:`WORKLOAD_DIRECT`): kind -> knob -> estimate."""
     tick_busy: TickTable = field(default_factory=lambda: TickTable((), "", ()))
     """``Costs.tick_busy``: a table copied from the profile, not an estimate (:func:`tick_table`)."""
+    other_gaps: GapTable = field(default_factory=lambda: GapTable((), 0, "", ()))
+    """``Costs.other_gaps`` and ``other_gaps_per_s``, copied from the profile (:func:`gap_table`)."""
 
     def workload_mapping(self) -> dict[str, dict[str, int]]:
         return {k: {p: int(round(e.value)) for p, e in v.items()} for k, v in self.workload.items()}
@@ -463,8 +465,14 @@ class Calibration:
     def costs_mapping(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(Costs):
-            if f.name in TABLES:
+            if f.name == "tick_busy":
                 out[f.name] = [list(r) for r in self.tick_busy.rows]
+                continue
+            if f.name == "other_gaps":
+                out[f.name] = list(self.other_gaps.gaps)
+                continue
+            if f.name == "other_gaps_per_s":
+                out[f.name] = self.other_gaps.per_s
                 continue
             v = self.estimates[f.name].value
             out[f.name] = round(v, 3) if f.name == "jitter_cv" else int(round(v))
@@ -484,6 +492,12 @@ class Calibration:
                 "rows": len(self.tick_busy.rows),
                 "formula": self.tick_busy.formula,
                 "inputs": list(self.tick_busy.inputs),
+            },
+            "other_gaps": {
+                "gaps": len(self.other_gaps.gaps),
+                "per_s": self.other_gaps.per_s,
+                "formula": self.other_gaps.formula,
+                "inputs": list(self.other_gaps.inputs),
             },
             "workload": {k: [e.to_json() for e in v.values()] for k, v in self.workload.items()},
             "outcomes": [o.to_json() for o in self.outcomes],
@@ -575,15 +589,56 @@ def make_costs(values: Mapping[str, Any]) -> Costs:
     kw: dict[str, Any] = {}
     for f in dataclasses.fields(Costs):
         v = values.get(f.name, getattr(base, f.name))
-        if f.name in TABLES:
+        if f.name == "tick_busy":
             kw[f.name] = tuple(tuple(max(0, int(x)) for x in row) for row in v)
+        elif f.name == "other_gaps":
+            kw[f.name] = tuple(max(0, int(x)) for x in v)
         else:
             kw[f.name] = float(v) if f.name == "jitter_cv" else max(0, int(round(v)))
     return Costs(**kw)
 
 
-TABLES = ("tick_busy",)
-"""Costs fields that are measured tables copied from the profile, not estimates."""
+TABLES = ("tick_busy", "other_gaps", "other_gaps_per_s")
+"""Costs fields copied from the profile as measured (tables and the gaps' rate), not estimates."""
+
+
+@dataclass(frozen=True)
+class GapTable:
+    """``Costs.other_gaps`` and ``other_gaps_per_s`` as :func:`gap_table` reads them."""
+
+    gaps: tuple[int, ...]
+    per_s: int
+    formula: str
+    inputs: tuple[str, ...]
+
+
+def gap_table(profile: Profile, warnings: list[str] | None = None) -> GapTable:
+    """``Costs.other_gaps`` from ``irq_cost.other_gaps`` (collector 0.11.0+): the stored gaps of
+    a lone user-mode spinner away from the tick's window (a subsample of them when there were
+    more than the collector keeps: a distribution, so that is fine) and their rate,
+    ``params.per_s``. Empty, with a warning, for an older profile: the model then has none.
+
+    Why: on the development machine (a virtual machine) a busy CPU is away 200-270 times a
+    second for 1-60 us besides its tick (host exits and short preemptions of the virtual CPU);
+    each of them can delay a lock handoff or a wakeup. With the gaps of a side run the
+    two-thread PI-futex composite on the 14:16 profile went from +35 % to -5 % (3 seeds)
+    [model measurement, Nov 2026]."""
+    it = profile.items.get("irq_cost")
+    s = it.get_series("other_gaps") if it is not None and it.status == "ok" else None
+    per_s = float(s.params.get("per_s", 0) or 0) if s is not None else 0.0
+    if s is None or not s.samples or per_s <= 0:
+        if warnings is not None:
+            warnings.append(
+                "other_gaps: the profile has no usable irq_cost.other_gaps series (collector < 0.11.0); the model "
+                "has no interruptions besides the tick and its own (re-collect irq_cost to measure them)"
+            )
+        return GapTable((), 0, "", ())
+    gaps = tuple(int(round(v)) for v in s.samples)
+    formula = (
+        f"irq_cost.other_gaps: {len(gaps)} stored gaps of {s.samples_total}, median {float(np.median(gaps)):.0f} ns, "
+        f"{per_s:.0f} per second (params.per_s)"
+    )
+    return GapTable(gaps, int(round(per_s)), formula, ("irq_cost.other_gaps",))
 
 
 @dataclass(frozen=True)
@@ -915,6 +970,7 @@ def calibrate(
             rows.append(OutcomeRow(q, _m(q), med[q] - slack, sim, "check", f"measured median minus timer slack {slack:.0f} ns"))
     workload = workload_estimates(profile, bootstrap, rng_seed, warnings)
     ticks = tick_table(profile, warnings)
+    gaps = gap_table(profile, warnings)
     m = profile.machine
     machine = {
         "host": profile.uname.nodename,
@@ -928,7 +984,7 @@ def calibrate(
         "mode": profile.options.mode,
     }
     step("done", 1.0)
-    return Calibration(profile.source, target, seeds, bootstrap, estimates, rows, warnings, machine, workload, ticks)
+    return Calibration(profile.source, target, seeds, bootstrap, estimates, rows, warnings, machine, workload, ticks, gaps)
 
 
 def optional_direct(

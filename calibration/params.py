@@ -181,6 +181,11 @@ def params_toml(cal: Calibration, profile_path: str | Path, *, command: str = ""
             lines.append(f"# measured table: {t.formula or 'none in the profile (ticks are tick x jitter)'}")
             lines.append(f"{name} = {_toml_value(value)}")
             continue
+        if name in ("other_gaps", "other_gaps_per_s"):
+            if name == "other_gaps":
+                lines.append(f"# measured: {cal.other_gaps.formula or 'none in the profile (no other interruptions)'}")
+            lines.append(f"{name} = {_toml_value(value)}")
+            continue
         e = cal.estimates[name]
         ratio = name == "jitter_cv"
         lines.append(f"# {e.method}: {e.formula}; {_fmt_ci(e.low, e.high, ratio)}")
@@ -197,6 +202,11 @@ def params_toml(cal: Calibration, profile_path: str | Path, *, command: str = ""
         if name == "tick_busy":
             t = cal.tick_busy
             entry = {"method": "measured", "formula": t.formula or "no table in the profile", "inputs": list(t.inputs)}
+            lines.append(f"{name} = {_toml_value(entry)}")
+            continue
+        if name in ("other_gaps", "other_gaps_per_s"):
+            g = cal.other_gaps
+            entry = {"method": "measured", "formula": g.formula or "none in the profile", "inputs": list(g.inputs)}
             lines.append(f"{name} = {_toml_value(entry)}")
             continue
         e = cal.estimates[name]

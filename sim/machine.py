@@ -1428,6 +1428,12 @@ class Machine:
         if self.lb_2624 and kernel.nohz_idle:
             self.nohz_veto_hooks.append(self._nohz_stop_2624)
         self.cpus = [CPU(self, i) for i in range(config.cpus)]
+        # Costs.other_gaps: unmodelled interruptions, Poisson per CPU, from their own stream
+        if costs.other_gaps_per_s and costs.other_gaps:
+            self._gap_gen = streams.get("other_gaps")
+            self._gap_mean = 1e9 / costs.other_gaps_per_s
+            for c in self.cpus:
+                self.call_at(self._next_gap(), self._other_gap, c)
         if self.lb_2624 and kernel.nohz_idle:
             # every CPU starts idle with its tick stopped (the machine has just booted): all in
             # nohz.cpu_mask, so nobody is the idle load balancer until a CPU gets busy
@@ -1517,6 +1523,18 @@ class Machine:
         if tracer is not None:
             tracer.instant(dst.tid, name, self.env.now, args={"from": src.index if src else -1})
         self.interrupt(dst, self.jit_sched.apply(self.costs.ipi_handler), fn, self.jit_sched.apply(self.costs.ipi_latency))
+
+    def _next_gap(self) -> int:
+        return max(1, int(self._gap_gen.exponential(self._gap_mean)))
+
+    def _other_gap(self, cpu: CPU) -> None:
+        """One of :attr:`Costs.other_gaps` arrives at ``cpu``: a busy CPU is away for a measured gap
+        (in the model an interrupt with no handler); an idle one, halted, does not notice."""
+        gaps = self.costs.other_gaps
+        gap = gaps[int(self._gap_gen.integers(len(gaps)))]
+        if cpu.state != IDLE and gap > 0:
+            cpu.raise_irq(gap, None)
+        self.call_at(self._next_gap(), self._other_gap, cpu)
 
     def tick_busy_cost(self, cpu: int, jiffy: int) -> int:
         """The tick handler's duration on CPU ``cpu`` in ``jiffy`` from :attr:`Costs.tick_busy`:

@@ -248,6 +248,24 @@ class Costs:
         source="collector: irq_cost.tick_busy (a spinner on every CPU; rcusim calibrate copies it); "
         "empty (tick x jitter) without one",
     )
+    other_gaps: tuple[int, ...] = knob(
+        (),
+        doc="interruptions that are neither the tick nor anything modelled (on a virtual machine mostly the "
+        "host's: exits and short preemptions of the virtual CPU; on bare metal SMIs and unmodelled interrupts): "
+        "their durations; each busy CPU is paused for one drawn at random, other_gaps_per_s times a second "
+        "(Poisson arrivals); an idle CPU does not notice one",
+        unit="ns",
+        min=0,
+        source="collector: irq_cost.other_gaps (a lone user-mode spinner's gaps away from the tick; rcusim "
+        "calibrate copies them); empty (none) without one",
+    )
+    other_gaps_per_s: int = knob(
+        0,
+        doc="how often other_gaps come, per CPU and second",
+        min=0,
+        max=1_000_000,
+        source="collector: irq_cost.other_gaps params.per_s; 0 (none) without it",
+    )
     timer_irq: int = knob(
         13_260,
         doc="an hrtimer interrupt that wakes a sleeper",
@@ -306,6 +324,11 @@ class Costs:
     )
 
     def check(self, path: str) -> None:
+        if self.other_gaps_per_s and not self.other_gaps:
+            where = f"{path}.other_gaps" if path else "other_gaps"
+            raise ConfigError(
+                where, "is empty while other_gaps_per_s is not 0", "give the gaps' durations, or set other_gaps_per_s = 0"
+            )
         for i, row in enumerate(self.tick_busy):
             if not row:
                 where = f"{path}.tick_busy[{i}]" if path else f"tick_busy[{i}]"

@@ -9,7 +9,9 @@ from sim.params import Costs, KernelConfig, MachineConfig
 from sim.rng import Streams
 from sim.trace import Tracer
 
-ZERO_COSTS = Costs(**{f.name: 0 for f in dataclasses.fields(Costs) if f.name not in ("jitter_cv", "tick_busy")}, jitter_cv=0.0)
+ZERO_COSTS = Costs(
+    **{f.name: 0 for f in dataclasses.fields(Costs) if f.name not in ("jitter_cv", "tick_busy", "other_gaps")}, jitter_cv=0.0
+)
 
 
 def machine(

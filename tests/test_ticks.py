@@ -168,3 +168,45 @@ def test_tick_table_refuses_a_subsampled_or_empty_series():
     tb["samples"] = [500.0] * n  # no tick in any window
     warnings = []
     assert tick_table(validate_profile(raw, "low"), warnings).rows == () and any("long mode" in w for w in warnings)
+
+
+# ------------------------------------------------------------------ other interruptions (Costs.other_gaps)
+
+
+def _gaps_machine(busy: bool, seed: int = 1) -> Machine:
+    c = dataclasses.replace(ZERO_COSTS, other_gaps=(5_000, 7_000), other_gaps_per_s=1_000)
+    m = Machine(Env(), MachineConfig(cpus=2), KernelConfig(hz=250), c, Streams(seed))
+    if busy:
+
+        def hog(task):
+            yield cpu(1000 * MS)
+
+        for i in range(2):
+            m.spawn(hog, f"hog{i}", affinity=[i])
+    m.env.run(until=m.env.timeout(1000 * MS))
+    return m
+
+
+def test_other_gaps_pause_a_busy_cpu_about_as_often_as_measured():
+    m = _gaps_machine(busy=True)
+    for c in m.cpus:
+        # every gap is 5 or 7 us; about 1000 of them in the second (Poisson: 900-1100 here)
+        assert 900 * 5_000 <= c.acc[IRQ] <= 1_100 * 7_000
+    assert m.cpus[0].acc[IRQ] != m.cpus[1].acc[IRQ]  # each CPU draws its own
+    again = _gaps_machine(busy=True)
+    assert [c.acc[IRQ] for c in again.cpus] == [c.acc[IRQ] for c in m.cpus]
+
+
+def test_an_idle_cpu_does_not_notice_other_gaps():
+    m = _gaps_machine(busy=False)
+    assert all(c.acc[IRQ] == 0 and c.idle_exits == 0 for c in m.cpus)
+
+
+def test_other_gaps_need_durations():
+    from sim.config import from_mapping
+    from sim.errors import ConfigError
+    from sim.params import Costs
+
+    with pytest.raises(ConfigError) as e:
+        from_mapping(Costs, {"other_gaps_per_s": 200}, "costs")
+    assert e.value.field == "costs.other_gaps"

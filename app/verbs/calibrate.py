@@ -67,6 +67,9 @@ def print_report(cal: Calibration, out: Any) -> None:
     tb = cal.tick_busy
     if tb.rows:
         t.add_row("tick_busy", f"{len(tb.rows)} rows", "-", "measured", tb.formula)
+    og = cal.other_gaps
+    if og.gaps:
+        t.add_row("other_gaps", f"{og.per_s}/s", "-", "measured", og.formula)
     con.print(t)
     o = Table(title="microbenchmarks: measured median vs simulated (fitted anchors and checks)", title_justify="left")
     for col in ("outcome", "item", "measured ns", "simulated ns", "error", "role", "note"):

@@ -10,6 +10,9 @@
  *   the process sends it membarrier(PRIVATE_EXPEDITED) IPIs ("ipi"; the sender's
  *   call latency is "ipi_round_trip"), and when a timerfd hrtimer it armed
  *   itself expires with no waiter ("hrtimer": the gap that contains the expiry).
+ *   "other_gaps" are the lone spinner's gaps away from the tick: interruptions
+ *   that are neither the tick nor anything the process did (on a virtual
+ *   machine mostly the host's).
  *   "tick_busy" spins on every CPU at once and keeps, jiffy by jiffy, the tick's
  *   gap on each CPU: the ticks of one jiffy start together and are not independent.
  *   A gap is the time the CPU spent away from the task: entry, handler, exit,
@@ -431,7 +434,8 @@ void item_irq_cost(item_ctx *ctx)
 			 "the tick period (clock_getres of CLOCK_MONOTONIC_COARSE). ipi: a thread on cpu A calls "
 			 "membarrier(PRIVATE_EXPEDITED) every 50 us; gaps that overlap a call (the call's latency is "
 			 "ipi_round_trip, only calls that interrupted cpu B). hrtimer: the spinner arms a timerfd 20 us "
-			 "ahead with no reader; the first gap ending after the expiry. tick_busy: a spinner on every "
+			 "ahead with no reader; the first gap ending after the expiry. other_gaps: the tick run's gaps "
+			 "outside the tick's window (not longer than 1/20 of the period), params.per_s their rate. tick_busy: a spinner on every "
 			 "allowed CPU at once (at most 16); per jiffy, each CPU's gaps in its modal tick window summed; "
 			 "rows of one value per CPU for the jiffies in which every CPU had one. Top level = tick.");
 	jv_set(ctx->params, "cpu_b", jv_int(cpu_b));
@@ -469,6 +473,19 @@ void item_irq_cost(item_ctx *ctx)
 	jv_set(prm, "ticks_per_s", jv_num((double)tick.n * 1e9 / (double)dur));
 	jv_set(prm, "modal_phase_share_pct", jv_int(share));
 	ss_free(&tick);
+
+	/* other_gaps: the same run's gaps away from the tick's window (and not preemptions) */
+	sampleset other;
+	ss_init(&other);
+	int best = modal_phase_bin(&log, period);
+	for (size_t i = 0; i < log.n; i++)
+		if (log.v[i].len <= period / 20 && !at_tick(&log.v[i], period, best))
+			ss_add(&other, (double)log.v[i].len);
+	ent = item_series_add(ctx, "other_gaps", &other, "ns");
+	prm = jv_get(ent, "params");
+	jv_set(prm, "per_s", jv_num((double)other.n * 1e9 / (double)dur));
+	jv_set(prm, "duration_ns", jv_int(dur));
+	ss_free(&other);
 
 	/* tick_busy: every CPU spins at once */
 	tick_busy_series(ctx, threshold, dur, period);
