@@ -252,3 +252,29 @@ def test_sigint_during_veth_link_leaves_no_child_or_namespace(collector, tmp_pat
     assert _netns_ids() <= before
     if shutil.which("ip"):
         assert _links() == links_before
+
+
+def test_wake_by_sleep_age_series(collector, tmp_path):  # noqa: F811
+    out = tmp_path / "p.json"
+    res = subprocess.run(
+        [collector, "--quick", "--items", "wake_by_sleep_age", "--out", out], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    prof = load_profile(out)
+    it = prof.item("wake_by_sleep_age")
+    if prof.cpus < 2:
+        assert it.status == "skipped" and "CPU" in it.reason
+        return
+    assert it.status == "ok", it.reason
+    series = list(it.series or ())
+    delays = [int(s.params["delay_ns"]) for s in series]
+    assert delays == sorted(set(delays)) and delays[0] == 0 and delays[-1] >= 40_000
+    assert [s.label for s in series] == [f"d_{d}ns" for d in delays]
+    trials = int(it.params["trials_per_delay"])
+    for s in series:
+        # every trial is either a sample (the sleeper slept and was woken) or counted as not asleep
+        assert s.samples_total + int(s.params["not_asleep"]) == trials
+        assert all(v > 0 for v in s.samples)
+    # a wakeup 40 us or more after FUTEX_WAIT finds the sleeper asleep every time
+    assert all(int(s.params["not_asleep"]) == 0 for s in series if int(s.params["delay_ns"]) >= 40_000)
+    assert it.samples == series[-1].samples
