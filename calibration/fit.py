@@ -612,17 +612,25 @@ class GapTable:
     inputs: tuple[str, ...]
 
 
-def gap_table(profile: Profile, warnings: list[str] | None = None) -> GapTable:
+def gap_table(profile: Profile, warnings: list[str] | None = None, apply: bool = True) -> GapTable:
     """``Costs.other_gaps`` from ``irq_cost.other_gaps`` (collector 0.11.0+): the stored gaps of
     a lone user-mode spinner away from the tick's window (a subsample of them when there were
     more than the collector keeps: a distribution, so that is fine) and their rate,
     ``params.per_s``. Empty, with a warning, for an older profile: the model then has none.
+    With ``apply`` false (``rcusim calibrate`` without ``--other-gaps``) the table is empty and
+    its formula says what was measured and left out.
 
-    Why: on the development machine (a virtual machine) a busy CPU is away 200-270 times a
-    second for 1-60 us besides its tick (host exits and short preemptions of the virtual CPU);
-    each of them can delay a lock handoff or a wakeup. With the gaps of a side run the
-    two-thread PI-futex composite on the 14:16 profile went from +35 % to -5 % (3 seeds)
-    [model measurement, Nov 2026]."""
+    Why they exist: on the development machine (a virtual machine) a busy CPU is away 200-400
+    times a second for 0.3-60 us besides its tick (host exits and short preemptions of the
+    virtual CPU; an rdtsc loop sees the same gaps, so they are not clock artefacts); each can
+    delay a lock handoff or a wakeup. Why they are left out by default: in the model they start
+    PI-futex convoys the way the kernel does (a waiter delayed while it is the pending owner
+    makes the next contender sleep), but the model's convoys lack the way the machine's end
+    (``wake_by_sleep_age``: a wakee caught early on its way to idle wakes in 2-3 us), so the
+    measured starts alone make the convoys dominate: the two-thread composite went from +35 % to
+    -25..-32 % on the 14:16 profile (a side run's gaps over 1 us) and, on two collector 0.12.0
+    runs, from -16..-28 % to -57..-59 % and from -64 % to -73 %; the three-thread one to -17..-46 %
+    [model measurement, Nov 2026; README, calibration]."""
     it = profile.items.get("irq_cost")
     s = it.get_series("other_gaps") if it is not None and it.status == "ok" else None
     per_s = float(s.params.get("per_s", 0) or 0) if s is not None else 0.0
@@ -633,6 +641,14 @@ def gap_table(profile: Profile, warnings: list[str] | None = None) -> GapTable:
                 "has no interruptions besides the tick and its own (re-collect irq_cost to measure them)"
             )
         return GapTable((), 0, "", ())
+    if not apply:
+        return GapTable(
+            (),
+            0,
+            f"not applied (rcusim calibrate --other-gaps applies them): irq_cost.other_gaps measured {per_s:.0f} per "
+            f"second, median {float(np.median(s.samples)):.0f} ns",
+            (),
+        )
     gaps = tuple(int(round(v)) for v in s.samples)
     formula = (
         f"irq_cost.other_gaps: {len(gaps)} stored gaps of {s.samples_total}, median {float(np.median(gaps)):.0f} ns, "
@@ -755,8 +771,11 @@ def calibrate(
     bootstrap: int = 400,
     rng_seed: int = 0,
     progress: Callable[[str, float], None] | None = None,
+    other_gaps: bool = False,
 ) -> Calibration:
-    """Fit every :class:`~sim.params.Costs` field to ``profile`` (see the module docstring)."""
+    """Fit every :class:`~sim.params.Costs` field to ``profile`` (see the module docstring).
+    ``other_gaps``: also copy the measured interruptions into ``Costs.other_gaps`` (off by
+    default; :func:`gap_table` says why)."""
     from scipy.optimize import least_squares
 
     if seeds < 1:
@@ -970,7 +989,7 @@ def calibrate(
             rows.append(OutcomeRow(q, _m(q), med[q] - slack, sim, "check", f"measured median minus timer slack {slack:.0f} ns"))
     workload = workload_estimates(profile, bootstrap, rng_seed, warnings)
     ticks = tick_table(profile, warnings)
-    gaps = gap_table(profile, warnings)
+    gaps = gap_table(profile, warnings, apply=other_gaps)
     m = profile.machine
     machine = {
         "host": profile.uname.nodename,

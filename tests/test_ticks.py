@@ -210,3 +210,39 @@ def test_other_gaps_need_durations():
     with pytest.raises(ConfigError) as e:
         from_mapping(Costs, {"other_gaps_per_s": 200}, "costs")
     assert e.value.field == "costs.other_gaps"
+
+
+GAPS_PROFILE = "calibration/profiles/history/dev-2026-11-22T1514.json"  # collector 0.11.0: has other_gaps
+
+
+def test_gap_table_copies_the_measured_gaps_only_when_asked():
+    from calibration.fit import gap_table
+
+    prof = load_profile(GAPS_PROFILE)
+    s = prof.series("irq_cost", "other_gaps")
+    on = gap_table(prof, [], apply=True)
+    assert on.gaps == tuple(int(round(v)) for v in s.samples) and on.per_s == round(s.params["per_s"])
+    assert on.inputs == ("irq_cost.other_gaps",)
+    off = gap_table(prof, [], apply=False)
+    assert off.gaps == () and off.per_s == 0 and off.inputs == ()
+    assert "not applied" in off.formula and "--other-gaps" in off.formula and f"{s.params['per_s']:.0f} per second" in off.formula
+
+
+def test_calibrate_cli_passes_other_gaps_through(monkeypatch, tmp_path):
+    import app.verbs.calibrate as verb
+    from app.cli import main
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake(profile, **kw):
+        seen.append(kw.get("other_gaps"))
+        raise Stop
+
+    monkeypatch.setattr(verb, "calibrate", fake)
+    for extra, want in (([], False), (["--other-gaps"], True)):
+        with pytest.raises(Stop):
+            main(["calibrate", GAPS_PROFILE, "--out", str(tmp_path / "p.toml"), "--no-progress", *extra])
+        assert seen[-1] is want
