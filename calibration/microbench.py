@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from sim.channel import Channel
 from sim.machine import CPU, Env, Machine
-from sim.ops import Call, Op, Recv, Send, Sleep, Spawn
+from sim.ops import Call, Op, Recv, Send, Sleep, Spawn, cpu
 from sim.params import Costs, KernelConfig, MachineConfig
 from sim.rng import Streams
 from sim.task import Task
@@ -186,6 +186,62 @@ def sleep_lateness(costs: Costs, target: Target, *, request: int = 1 * MS, count
     return sum(late) / len(late)
 
 
+def wake_by_sleep_age(costs: Costs, target: Target, *, delay: int, trials: int = 30, seed: int = 1) -> float:
+    """``wake_by_sleep_age`` at one delay: a sleeper pinned to cpu 1 marks the time and blocks
+    (the collector's FUTEX_WAIT; here a one-message pipe read, the model's blocking wait), a
+    waker pinned to cpu 0 spins until that mark plus ``delay``, marks again and wakes it (a
+    write); the result is the median of woken-mark minus waker-mark. As in the collector both
+    spin 50 us between trials and the waker starts a trial only once the sleeper has marked.
+    The model wakes an idle CPU the same way whatever its idle age (IPI, ``idle_exit``), so its
+    curve is flat past the first microsecond: this replica is a check of that, not a fit."""
+    m = _machine(costs, target, seed)
+    clock = _Clock(m)
+    ch = Channel(m, "futex", 1)
+    send, recv = Send(ch), Recv(ch)
+    marks = {"gen": 0, "sleep": 0, "wake": 0}
+    lat: list[int] = []
+
+    def mark_sleep(c: CPU, t: Task) -> int:
+        marks["gen"] += 1
+        marks["sleep"] = m.now
+        return 0
+
+    def mark_woke(c: CPU, t: Task) -> int:
+        lat.append(m.now - marks["wake"])
+        return 0
+
+    def mark_wake(c: CPU, t: Task) -> int:
+        marks["wake"] = m.now
+        return 0
+
+    def until_delay(c: CPU, t: Task) -> int:  # the waker spins until the sleeper's mark + delay
+        return max(0, marks["sleep"] + delay - m.now)
+
+    pause, poll = cpu(50 * US), cpu(100)
+    sleep_op, woke_op, wake_op, wait_op = Call(mark_sleep), Call(mark_woke), Call(mark_wake), Call(until_delay)
+
+    def sleeper(task: Task) -> Generator[Op, Any, None]:
+        for _ in range(trials):
+            yield pause
+            yield sleep_op
+            yield recv
+            yield woke_op
+        yield clock.finish
+
+    def waker(task: Task) -> Generator[Op, Any, None]:
+        for i in range(1, trials + 1):
+            while marks["gen"] < i:
+                yield poll
+            yield wait_op
+            yield wake_op
+            yield send
+
+    s = m.spawn(sleeper, "sleeper", affinity=(1,))
+    m.spawn(waker, "waker", affinity=(0,), thread_of=s)
+    _run(m, clock)
+    return float(sorted(lat)[len(lat) // 2])
+
+
 Replica = Callable[[Costs, Target, int], float]
 
 REPLICAS: dict[str, Replica] = {
@@ -197,6 +253,9 @@ REPLICAS: dict[str, Replica] = {
     "fork_exec_wait": lambda c, t, s: spawn_wait(c, t, exec_=True, seed=s),
     "sleep_lateness_1ms": lambda c, t, s: sleep_lateness(c, t, request=1 * MS, seed=s),
     "sleep_lateness_100us": lambda c, t, s: sleep_lateness(c, t, request=100 * US, seed=s),
+    "wake_1us": lambda c, t, s: wake_by_sleep_age(c, t, delay=1 * US, seed=s),
+    "wake_4us": lambda c, t, s: wake_by_sleep_age(c, t, delay=4 * US, seed=s),
+    "wake_40us": lambda c, t, s: wake_by_sleep_age(c, t, delay=40 * US, seed=s),
 }
 """Simulated outcome name -> replica(costs, target, seed) -> ns."""
 
