@@ -256,15 +256,15 @@ class Costs:
         "(Poisson arrivals); an idle CPU does not notice one",
         unit="ns",
         min=0,
-        source="collector: irq_cost.other_gaps (a lone user-mode spinner's gaps away from the tick; rcusim "
-        "calibrate copies them); empty (none) without one",
+        source="collector: irq_cost.other_gaps (a lone user-mode spinner's gaps away from the tick; "
+        "rcusim calibrate --other-gaps copies them); empty (none) by default",
     )
     other_gaps_per_s: int = knob(
         0,
         doc="how often other_gaps come, per CPU and second",
         min=0,
         max=1_000_000,
-        source="collector: irq_cost.other_gaps params.per_s; 0 (none) without it",
+        source="collector: irq_cost.other_gaps params.per_s (rcusim calibrate --other-gaps); 0 (none) by default",
     )
     timer_irq: int = knob(
         13_260,
