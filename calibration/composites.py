@@ -34,7 +34,7 @@ from sim.units import S
 
 from .params import Params, apply_params
 from .profile import Profile, Series
-from .validation import Row
+from .validation import Row, error_interval
 
 TARGET = 0.25
 PI_SPAN = 500_000_000  # ns of the PI-futex run simulated (engine cost: ~1 M operations/s simulated)
@@ -114,6 +114,7 @@ def _messaging_row(profile: Profile, params: Params, catalog: sc.Catalog, seeds:
         role="predicted",
         target=TARGET,
         source=f"{profile.source}: items.messaging.series[{s.label}] median",
+        interval=error_interval(measured, sims, lambda runs: np.median(runs, axis=1)),
         note=f"measured IQR {q1:.4g}..{q3:.4g} s over {measured.size} runs; simulated {min(sims):.4g}..{max(sims):.4g} s "
         f"over {seeds} seeds{switches}",
     )
@@ -219,6 +220,8 @@ def netns_rows(
             role="predicted",
             target=TARGET,
             source=f"{profile.source}: items.netns_script.routers_per_s.overall",
+            # the rate of a resampled script: routers over their summed time (the per-router samples)
+            interval=error_interval(item.samples, sims, lambda runs: 1e9 / np.mean(runs, axis=1), float(measured)),
             note=f"measured per step (median ms): {per_step}{trend}; {seeds} seeds "
             f"({min(sims):.3g}..{max(sims):.3g}/s); {_tool_note(params)}; {_netdev_note(params, profile)}; "
             f"simulated synchronize_rcu_expedited() {float(np.mean([r.get('rcu.synchronize_mean_ms', 0.0) for r in runs])) * 1e3:.0f} us "
@@ -300,6 +303,8 @@ def pi_futex_rows(
                 role="predicted",
                 target=TARGET,
                 source=f"{profile.source}: items.pi_futex_handoff.series[{s.label}].throughput_ops_per_s",
+                # three 2-s runs per count since collector 0.9.0 (one before: no interval)
+                interval=error_interval(measured_runs, sims, lambda runs: np.mean(runs, axis=1), float(measured)),
                 note=f"handoff latency median: measured {float(np.median(s.samples)) / 1000:.3g} us, simulated "
                 f"{sim_handoff / 1000:.3g} us; handoffs of {SLOW_HANDOFF / 1000:.3g} us or more (the waiter was "
                 f"not running): measured {_share_at_least(s, SLOW_HANDOFF):.1%}, simulated {sim_slow:.1%}; "

@@ -15,9 +15,11 @@ went stale) and ``validate --check`` says so instead of passing it silently.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import numpy as np
 
 Role = Literal["fitted", "predicted"]
 
@@ -40,6 +42,10 @@ class Row:
     target: float | None
     source: str
     note: str = ""
+    interval: tuple[float, float] | None = None
+    """95 % interval of :attr:`rel_error` (:func:`error_interval`: the measured runs and the
+    simulated seeds resampled), when the reference has runs to resample (a profile's
+    composites); None for a published figure without its runs."""
 
     def __post_init__(self) -> None:
         if self.role not in ("fitted", "predicted"):
@@ -82,12 +88,43 @@ class Row:
             "unit": self.unit,
             "role": self.role,
             "rel_error": num(self.rel_error),
+            "interval": None if self.interval is None else [num(self.interval[0]), num(self.interval[1])],
             "target": self.target,
             "tolerance": self.tolerance,
             "ok": self.ok,
             "source": self.source,
             "note": self.note,
         }
+
+
+def error_interval(
+    measured: Sequence[float],
+    simulated: Sequence[float],
+    reference: Callable[[np.ndarray], np.ndarray],
+    point: float | None = None,
+    draws: int = 2000,
+) -> tuple[float, float] | None:
+    """The 95 % percentile-bootstrap interval of the relative error simulated / reference - 1:
+    the measured runs and the simulated seeds are resampled independently, ``reference`` maps a
+    (draws, runs) array of resampled runs to the reference statistic of each draw (a median of
+    run times, a mean of run rates, a rate from per-router times...), the simulated side is the
+    mean over seeds. ``point``: the row's reference when it is not exactly ``reference`` of the
+    runs (a rate the collector computed over the whole run): the resampled references are scaled
+    to it, so the interval is around the row's error. It covers the run-to-run noise on both
+    sides, not the calibration's uncertainty or the model's error. None without at least two
+    measured runs. Deterministic (its own generator, seed 0)."""
+    m = np.asarray(measured, dtype=float)
+    sims = np.asarray(simulated, dtype=float)
+    if m.size < 2 or sims.size < 1:
+        return None
+    rng = np.random.default_rng(0)
+    ref = reference(m[rng.integers(0, m.size, (draws, m.size))])
+    if point is not None:
+        ref = ref * (point / float(reference(m[None, :])[0]))
+    sim = sims[rng.integers(0, sims.size, (draws, sims.size))].mean(axis=1)
+    err = sim / ref - 1.0
+    lo, hi = np.percentile(err, [2.5, 97.5])
+    return float(lo), float(hi)
 
 
 @dataclass(frozen=True)

@@ -242,6 +242,9 @@ def test_validate_profile_rows_follow_the_contract(capsys):
         assert r["story"] == "profile:default" and r["role"] == "predicted" and r["target"] == 0.25
         assert r["reference"] > 0 and r["simulated"] > 0
         assert r["rel_error"] == pytest.approx((r["simulated"] - r["reference"]) / r["reference"])
+        # every composite of this profile has runs to resample: its error comes with an interval
+        lo, hi = r["interval"]
+        assert lo <= hi and lo > -1
     for r in msg:
         assert r["unit"] == "s" and "items.messaging.series[" in r["source"]
     for r in pi:

@@ -78,8 +78,8 @@ def print_rows(rows: list[Row], out) -> None:  # type: ignore[no-untyped-def]
     from rich.table import Table
 
     t = Table(title="validation", title_justify="left")
-    for col in ("story", "metric", "config", "reference", "simulated", "unit", "role", "error", "target", "ok"):
-        t.add_column(col, justify="right" if col in ("reference", "simulated", "error", "target") else "left")
+    for col in ("story", "metric", "config", "reference", "simulated", "unit", "role", "error", "95% interval", "target", "ok"):
+        t.add_column(col, justify="right" if col in ("reference", "simulated", "error", "95% interval", "target") else "left")
     for r in rows:
         err = r.rel_error
         t.add_row(
@@ -91,6 +91,7 @@ def print_rows(rows: list[Row], out) -> None:  # type: ignore[no-untyped-def]
             r.unit,
             r.role,
             "-" if err != err else f"{100 * err:+.1f}%",
+            "-" if r.interval is None else f"{100 * r.interval[0]:+.0f}..{100 * r.interval[1]:+.0f}%",
             "-" if r.tolerance is None else f"±{100 * r.tolerance:.0f}%" + (" fit" if r.role == "fitted" else ""),
             "yes" if r.ok else "MISS",
         )

@@ -1,0 +1,50 @@
+"""The 95 % interval of a validation row's error (calibration.validation.error_interval)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calibration.validation import Row, error_interval
+
+MEDIAN = lambda runs: np.median(runs, axis=1)  # noqa: E731
+MEAN = lambda runs: np.mean(runs, axis=1)  # noqa: E731
+
+
+def test_identical_sides_give_an_interval_around_zero():
+    lo, hi = error_interval([10.0, 11.0, 9.0, 10.5, 9.5], [10.0, 10.0, 10.0], MEDIAN)
+    assert lo < 0 < hi and abs(lo) < 0.15 and hi < 0.15
+
+
+def test_more_run_to_run_noise_gives_a_wider_interval():
+    calm = error_interval([10.0, 10.1, 9.9, 10.05, 9.95], [10.0], MEAN)
+    noisy = error_interval([10.0, 14.0, 6.0, 12.0, 8.0], [10.0], MEAN)
+    assert calm is not None and noisy is not None
+    assert noisy[1] - noisy[0] > 5 * (calm[1] - calm[0])
+
+
+def test_a_model_off_by_half_is_outside_zero():
+    lo, hi = error_interval([10.0, 10.2, 9.8, 10.1], [15.0, 15.2, 14.9], MEAN)
+    assert 0.4 < lo < 0.5 < hi < 0.6
+
+
+def test_point_scales_to_the_rows_reference():
+    # the row's reference is a rate over the whole run (2000/s), twice the runs' own statistic
+    # (1e9 / mean of 1e6-ns runs = 1000/s): every resampled reference doubles, so 1 + error halves
+    rate = lambda runs: 1e9 / np.mean(runs, axis=1)  # noqa: E731
+    plain = error_interval([1e6, 1.1e6, 0.9e6], [1.0], rate)
+    scaled = error_interval([1e6, 1.1e6, 0.9e6], [1.0], rate, point=2000.0)
+    assert plain is not None and scaled is not None
+    for a, b in zip(scaled, plain, strict=True):
+        assert abs(2 * (1 + a) - (1 + b)) < 1e-9
+
+
+def test_one_run_has_no_interval_and_the_result_is_deterministic():
+    assert error_interval([10.0], [10.0, 11.0], MEAN) is None
+    a = error_interval([10.0, 12.0, 9.0], [10.0, 11.0], MEAN)
+    assert a == error_interval([10.0, 12.0, 9.0], [10.0, 11.0], MEAN)
+
+
+def test_row_json_carries_the_interval():
+    r = Row("s", "m", "c", 10.0, 12.0, "s", "predicted", 0.25, "src", interval=(0.1, 0.3))
+    assert r.to_json()["interval"] == [0.1, 0.3]
+    assert Row("s", "m", "c", 10.0, 12.0, "s", "predicted", 0.25, "src").to_json()["interval"] is None
