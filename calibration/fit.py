@@ -633,15 +633,16 @@ def gap_table(profile: Profile, warnings: list[str] | None = None, apply: bool =
     With ``apply`` false (``rcusim calibrate`` without ``--other-gaps``) the table is empty and
     its formula says what was measured and left out.
 
-    Why they exist: on the development machine (a virtual machine) a busy CPU is away 200-400
+    Why they exist: on the development machine (a virtual machine) a busy CPU is away 400-850
     times a second for 0.3-60 us besides its tick (host exits and short preemptions of the
     virtual CPU; an rdtsc loop sees the same gaps, so they are not clock artefacts); each can
     delay a lock handoff or a wakeup. Why they are left out by default: in the model they start
     PI-futex convoys the way the kernel does (a waiter delayed while it is the pending owner
-    makes the next contender sleep), but the model's convoys lack the way the machine's end
-    (``wake_by_sleep_age``: a wakee caught early on its way to idle wakes in 2-3 us), so the
-    measured starts alone make the convoys dominate: the two-thread composite went from +35 % to
-    -25..-32 % on the 14:16 profile (a side run's gaps over 1 us) and, on two collector 0.12.0
+    makes the next contender sleep), but far more often than the machine lets them: with them the
+    two-thread model sleeps 0.22 times per operation, without them 0.065-0.075, the machine
+    0.02-0.08 (traces, voluntary switches), and a trace of the machine's convoys shows its handoffs to be the
+    model's (README, calibration). So the convoys dominate: the two-thread composite went from
+    +35 % to -25..-32 % on the 14:16 profile (a side run's gaps over 1 us) and, on two collector 0.12.0
     runs, from -16..-28 % to -57..-59 % and from -64 % to -73 %; the three-thread one to -17..-46 %
     [model measurement, Nov 2026; README, calibration]."""
     it = profile.items.get("irq_cost")

@@ -15,8 +15,8 @@
  * may be in the idle loop before it halts (a polling idle loop notices without an
  * interrupt; with interrupts off until the halt, the IPI waits for the end of the
  * idle entry), or may be halted (the IPI and the exit from the halt; on a virtual
- * machine the host's wakeup of the vCPU). A lock handed to a waiter that went to
- * sleep a microsecond earlier meets one of the early stages, not the last one.
+ * machine the host's wakeup of the vCPU). The model wakes an idle CPU the same
+ * way at every stage; rcusim calibrate checks it against this item.
  */
 #include "collector.h"
 

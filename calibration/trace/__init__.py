@@ -1,0 +1,1 @@
+"""Scheduler traces of the machine set against the model's (``pi_trace``)."""

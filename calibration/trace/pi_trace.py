@@ -1,0 +1,169 @@
+"""How the PI-futex convoys of a machine and of the model wake their sleepers.
+
+For every wakeup of a contending thread that had gone to sleep: how long after its sleep the
+wakeup came (its *age*: which stage of going idle its CPU had reached) and how long from the
+wakeup until it ran. On the machine from a scheduler trace (``perf record -e
+sched:sched_switch -e sched:sched_waking`` around ``pi_loop``, the collector's PI-futex loop;
+root and perf needed), in the model from the same loop simulated on a calibrated profile (the
+``pi_futex`` workload, the machine's switch hook). README, calibration, has the figures of the
+development machine: its convoys and the model's wake their sleepers 14-27 us after they slept.
+
+    python -m calibration.trace.pi_trace [--seconds S] [--threads N]            # this machine
+    python -m calibration.trace.pi_trace --model PROFILE [--params PARAMS] [...]  # the model
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+AGE_EDGES_US = (0, 1, 2, 5, 8, 10, 20, 50)
+_LINE = re.compile(r"\s*(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+sched:(\w+):\s+(.*)")
+_SWITCH = re.compile(r"prev_pid=(\d+) .*prev_state=(\S+) ==> .*next_pid=(\d+)")
+_WAKING = re.compile(r"\bpid=(\d+)")
+
+
+def wake_ages(lines: Iterable[str], tids: set[int]) -> list[tuple[int, int]]:
+    """(age, wake-to-run) in ns for every wakeup of a thread of ``tids`` that had slept, from
+    ``perf script --ns -F tid,cpu,time,event,trace`` lines of sched_switch and sched_waking: the
+    sleep is a switch away in state S (or D), the wakeup the first sched_waking after it, the
+    run the next switch to the thread."""
+    slept: dict[int, int] = {}
+    woken: dict[int, int] = {}
+    out: list[tuple[int, int]] = []
+    for line in lines:
+        m = _LINE.match(line)
+        if m is None:
+            continue
+        t = round(float(m[3]) * 1e9)
+        event, rest = m[4], m[5]
+        if event == "sched_switch":
+            s = _SWITCH.search(rest)
+            if s is None:
+                continue
+            prev, state, nxt = int(s[1]), s[2], int(s[3])
+            if prev in tids and state[:1] in ("S", "D"):
+                slept[prev] = t
+                woken.pop(prev, None)
+            if nxt in tids and nxt in woken and nxt in slept:
+                tw = woken.pop(nxt)
+                out.append((tw - slept.pop(nxt), t - tw))
+        elif event == "sched_waking":
+            w = _WAKING.search(rest)
+            if w is not None and int(w[1]) in tids and int(w[1]) in slept and int(w[1]) not in woken:
+                woken[int(w[1])] = t
+    return out
+
+
+def report(rows: list[tuple[int, int]], seconds: float, title: str) -> str:
+    """A table of the wakeups by age, and the percentiles."""
+    if not rows:
+        return f"{title}: no wakeup of a sleeping thread"
+    a = np.asarray(rows, dtype=float) / 1e3
+    lines = [f"{title}: {len(a)} wakeups of a sleeping thread ({len(a) / seconds:.0f}/s)"]
+    edges = [*AGE_EDGES_US, float("inf")]
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        sel = a[(a[:, 0] >= lo) & (a[:, 0] < hi)]
+        if len(sel):
+            hi_s = "" if hi == float("inf") else f"{hi:g}"
+            lines.append(
+                f"  woken {lo:>3g}-{hi_s:<3s} us after the sleep: {len(sel):6d} ({100 * len(sel) / len(a):5.1f} %), "
+                f"to run: median {np.median(sel[:, 1]):6.1f} us"
+            )
+    p = [5, 25, 50, 75, 95]
+    lines.append("  age (us) p5/25/50/75/95: " + " / ".join(f"{v:.1f}" for v in np.percentile(a[:, 0], p)))
+    lines.append("  wake to run (us) p5/25/50/75/95: " + " / ".join(f"{v:.1f}" for v in np.percentile(a[:, 1], p)))
+    return "\n".join(lines)
+
+
+def machine(seconds: float, threads: int) -> tuple[list[tuple[int, int]], str]:
+    """Build and run ``pi_loop`` under ``perf record`` and read its threads' wakeups."""
+    for tool in ("gcc", "perf"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"pi_trace: {tool} not found (apt-get install {'gcc' if tool == 'gcc' else 'linux-perf'})")
+    with tempfile.TemporaryDirectory() as d:
+        exe, data = Path(d) / "pi_loop", Path(d) / "perf.data"
+        cc = ["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-o", str(exe)]
+        subprocess.run([*cc, str(HERE / "pi_loop.c"), "-lpthread"], check=True)
+        rec = ["perf", "record", "-q", "-e", "sched:sched_switch", "-e", "sched:sched_waking", "-a", "-o", str(data)]
+        run = subprocess.run([*rec, "--", str(exe), str(seconds), str(threads)], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise SystemExit(f"pi_trace: perf record failed (root needed): {run.stderr.strip()[-300:]}")
+        tids = {int(x) for x in re.search(r"tids ((?:\d+ ?)+)", run.stdout)[1].split()}  # type: ignore[index]
+        rate = re.search(r"rate (\d+)", run.stdout)
+        script = subprocess.run(
+            ["perf", "script", "--ns", "-i", str(data), "-F", "tid,cpu,time,event,trace"], capture_output=True, text=True
+        )
+        rows = wake_ages(script.stdout.splitlines(), tids)
+    return rows, f"machine, {threads} threads, {rate[1] if rate else '?'} ops/s"
+
+
+def model(
+    profile_path: str, params_path: str | None, seconds: float, threads: int, seed: int
+) -> tuple[list[tuple[int, int]], str]:
+    """The same loop on the model: the validation's PI-futex scenario of ``profile_path``."""
+    from app.common import catalog
+    from calibration import composites
+    from calibration.params import apply_params, load_params, sibling_params
+    from calibration.profile import load_profile
+    from sim import scenario as sc
+    from sim.machine import T_BLOCKED
+
+    profile = load_profile(profile_path)
+    params = load_params(params_path or sibling_params(profile_path))
+    item = profile.items.get("pi_futex_handoff")
+    cs = int(round(float(item.params.get("critical_section_ns", 0)))) if item is not None else 0
+    data = composites._base_scenario(profile, "pi-trace")
+    data["kernel"]["locks"] = {}
+    data["workload"] = {
+        "kind": "pi_futex",
+        "threads": threads,
+        "critical_section": cs,
+        "duration": int(seconds * 1e9),
+        "warmup": 0,
+    }
+    apply_params(data, params)
+    cat = catalog()
+    m, wl = sc.build(sc.validate(data, cat), cat, seed=seed)
+    slept: dict[int, int] = {}
+    rows: list[tuple[int, int]] = []
+
+    def hook(cpu, prev, nxt) -> None:  # type: ignore[no-untyped-def]
+        now = cpu.env._now
+        if prev is not None and prev.name.startswith("pi-") and prev.state == T_BLOCKED:
+            slept[prev.tid] = now
+        if nxt is not None and nxt.tid in slept:
+            t0 = slept.pop(nxt.tid)
+            rows.append((nxt.wait_since - t0, now - nxt.wait_since))
+
+    m.switch_hooks.append(hook)
+    m.env.run(until=m.done)
+    return rows, f"model ({Path(profile_path).name}, seed {seed}), {threads} threads, {wl.ops / seconds:.0f} ops/s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--model", metavar="PROFILE", help="simulate on this profile instead of tracing the machine")
+    ap.add_argument("--params", metavar="PARAMS", help="its calibrated params (default PROFILE-params.toml)")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+    if a.seconds <= 0 or not 2 <= a.threads <= 16:
+        ap.error("--seconds must be > 0 and --threads 2..16")
+    rows, title = model(a.model, a.params, a.seconds, a.threads, a.seed) if a.model else machine(a.seconds, a.threads)
+    print(report(rows, a.seconds, title))  # noqa: T201
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
