@@ -32,14 +32,39 @@ _SWITCH = re.compile(r"prev_pid=(\d+) .*prev_state=(\S+) ==> .*next_pid=(\d+)")
 _WAKING = re.compile(r"\bpid=(\d+)")
 
 
-def wake_ages(lines: Iterable[str], tids: set[int]) -> list[tuple[int, int]]:
-    """(age, wake-to-run) in ns for every wakeup of a thread of ``tids`` that had slept, from
+def sched_events(lines: Iterable[str], tids: set[int]) -> list[tuple[int, str, int, int]]:
+    """(time, "sleep" | "wake" | "run", thread, waker) of the threads ``tids`` from the same
+    ``perf script`` lines as :func:`wake_ages` (the waker of a sched_waking is the thread the
+    event fired in)."""
+    out: list[tuple[int, str, int, int]] = []
+    for line in lines:
+        m = _LINE.match(line)
+        if m is None:
+            continue
+        t, who, event, rest = round(float(m[3]) * 1e9), int(m[1]), m[4], m[5]
+        if event == "sched_switch":
+            s = _SWITCH.search(rest)
+            if s is None:
+                continue
+            if int(s[1]) in tids and s[2][:1] in ("S", "D"):
+                out.append((t, "sleep", int(s[1]), -1))
+            if int(s[3]) in tids:
+                out.append((t, "run", int(s[3]), -1))
+        elif event == "sched_waking":
+            w = _WAKING.search(rest)
+            if w is not None and int(w[1]) in tids and who in tids:
+                out.append((t, "wake", int(w[1]), who))
+    return out
+
+
+def wake_ages(lines: Iterable[str], tids: set[int]) -> list[tuple[int, int, int]]:
+    """(wakeup time, age, wake-to-run) in ns for every wakeup of a thread of ``tids`` that had slept, from
     ``perf script --ns -F tid,cpu,time,event,trace`` lines of sched_switch and sched_waking: the
     sleep is a switch away in state S (or D), the wakeup the first sched_waking after it, the
     run the next switch to the thread."""
     slept: dict[int, int] = {}
     woken: dict[int, int] = {}
-    out: list[tuple[int, int]] = []
+    out: list[tuple[int, int, int]] = []
     for line in lines:
         m = _LINE.match(line)
         if m is None:
@@ -56,7 +81,7 @@ def wake_ages(lines: Iterable[str], tids: set[int]) -> list[tuple[int, int]]:
                 woken.pop(prev, None)
             if nxt in tids and nxt in woken and nxt in slept:
                 tw = woken.pop(nxt)
-                out.append((tw - slept.pop(nxt), t - tw))
+                out.append((tw, tw - slept.pop(nxt), t - tw))
         elif event == "sched_waking":
             w = _WAKING.search(rest)
             if w is not None and int(w[1]) in tids and int(w[1]) in slept and int(w[1]) not in woken:
@@ -64,11 +89,55 @@ def wake_ages(lines: Iterable[str], tids: set[int]) -> list[tuple[int, int]]:
     return out
 
 
-def report(rows: list[tuple[int, int]], seconds: float, title: str) -> str:
-    """A table of the wakeups by age, and the percentiles."""
+def handoff_races(events: Iterable[tuple[int, str, int, int]]) -> list[tuple[int, int, bool]]:
+    """For every wakeup of a sleeping thread B by a thread A (``events``: (time, "sleep" | "wake"
+    | "run", thread, waker) in time order, ``waker`` only for "wake"): A's time from the wakeup
+    to its own next sleep, B's time from the wakeup to running, and whether B ran first. B
+    running first ends a convoy (A, back at the lock, finds a running owner and spins); A asleep
+    first keeps it going (the next handoff wakes A). Only wakeups whose waker is one of the
+    threads count."""
+    pending: dict[int, tuple[int, int]] = {}  # wakee -> (wake time, waker)
+    asleep_at: dict[int, int] = {}  # waker -> its first sleep after a wakeup it made
+    out: list[tuple[int, int, bool]] = []
+    for t, kind, tid, waker in sorted(events):
+        if kind == "wake":
+            pending.setdefault(tid, (t, waker))  # the first waking counts (as in wake_ages)
+        elif kind == "sleep":
+            for _wakee, (tw, w) in pending.items():
+                if w == tid and tid not in asleep_at and t >= tw:
+                    asleep_at[tid] = t
+        elif kind == "run" and tid in pending:
+            tw, w = pending.pop(tid)
+            back = asleep_at.pop(w, None)
+            if back is not None and back >= tw:
+                out.append((back - tw, t - tw, False))
+            else:
+                out.append((t - tw, t - tw, True))
+    return out
+
+
+CONVOY_GAP = 100_000
+"""ns: wakeups closer than this belong to one convoy (a convoy's handoffs are 20-30 us apart)."""
+
+
+def convoys(wake_times: Iterable[int]) -> list[int]:
+    """The lengths (wakeups) of the runs of wakeups each within :data:`CONVOY_GAP` of the last."""
+    out: list[int] = []
+    last = None
+    for t in sorted(wake_times):
+        if last is None or t - last > CONVOY_GAP:
+            out.append(0)
+        out[-1] += 1
+        last = t
+    return out
+
+
+def report(rows: list[tuple[int, int, int]], seconds: float, title: str, races: list[tuple[int, int, bool]] | None = None) -> str:
+    """A table of the wakeups by age, the percentiles, the convoys they form, and the race
+    between each waker going back to sleep and its wakee running."""
     if not rows:
         return f"{title}: no wakeup of a sleeping thread"
-    a = np.asarray(rows, dtype=float) / 1e3
+    a = np.asarray([(age, run) for _, age, run in rows], dtype=float) / 1e3
     lines = [f"{title}: {len(a)} wakeups of a sleeping thread ({len(a) / seconds:.0f}/s)"]
     edges = [*AGE_EDGES_US, float("inf")]
     for lo, hi in zip(edges, edges[1:], strict=False):
@@ -82,10 +151,25 @@ def report(rows: list[tuple[int, int]], seconds: float, title: str) -> str:
     p = [5, 25, 50, 75, 95]
     lines.append("  age (us) p5/25/50/75/95: " + " / ".join(f"{v:.1f}" for v in np.percentile(a[:, 0], p)))
     lines.append("  wake to run (us) p5/25/50/75/95: " + " / ".join(f"{v:.1f}" for v in np.percentile(a[:, 1], p)))
+    c = np.asarray(convoys(t for t, _, _ in rows))
+    lines.append(
+        f"  convoys (wakeups less than {CONVOY_GAP // 1000} us apart): {len(c) / seconds:.0f}/s, "
+        f"{100 * float(np.mean(c == 1)):.0f} % of one wakeup, length p50/p90/max {np.median(c):.0f} / "
+        f"{np.percentile(c, 90):.0f} / {c.max()}"
+    )
+    if races:
+        back = np.asarray([b for b, _, first in races if not first], dtype=float) / 1e3
+        broke = sum(1 for _, _, first in races if first)
+        lines.append(
+            f"  handoff races: the wakee ran first in {broke} of {len(races)} ({100 * broke / len(races):.1f} %); "
+            "otherwise the waker slept again after p5/50/95 "
+            + (" / ".join(f"{v:.1f}" for v in np.percentile(back, [5, 50, 95])) if back.size else "-")
+            + " us"
+        )
     return "\n".join(lines)
 
 
-def machine(seconds: float, threads: int) -> tuple[list[tuple[int, int]], str]:
+def machine(seconds: float, threads: int) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, bool]], str]:
     """Build and run ``pi_loop`` under ``perf record`` and read its threads' wakeups."""
     for tool in ("gcc", "perf"):
         if shutil.which(tool) is None:
@@ -103,14 +187,18 @@ def machine(seconds: float, threads: int) -> tuple[list[tuple[int, int]], str]:
         script = subprocess.run(
             ["perf", "script", "--ns", "-i", str(data), "-F", "tid,cpu,time,event,trace"], capture_output=True, text=True
         )
-        rows = wake_ages(script.stdout.splitlines(), tids)
-    return rows, f"machine, {threads} threads, {rate[1] if rate else '?'} ops/s"
+        lines = script.stdout.splitlines()
+        rows = wake_ages(lines, tids)
+        races = handoff_races(sched_events(lines, tids))
+    return rows, races, f"machine, {threads} threads, {rate[1] if rate else '?'} ops/s"
 
 
 def model(
-    profile_path: str, params_path: str | None, seconds: float, threads: int, seed: int
-) -> tuple[list[tuple[int, int]], str]:
-    """The same loop on the model: the validation's PI-futex scenario of ``profile_path``."""
+    profile_path: str, params_path: str | None, seconds: float, threads: int, seed: int, other_gaps: bool = False
+) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, bool]], str]:
+    """The same loop on the model: the validation's PI-futex scenario of ``profile_path``; with
+    ``other_gaps`` the profile's ``irq_cost.other_gaps`` as ``rcusim calibrate --other-gaps``
+    would copy them."""
     from app.common import catalog
     from calibration import composites
     from calibration.params import apply_params, load_params, sibling_params
@@ -120,6 +208,13 @@ def model(
 
     profile = load_profile(profile_path)
     params = load_params(params_path or sibling_params(profile_path))
+    if other_gaps:
+        from dataclasses import replace
+
+        from calibration.fit import gap_table
+
+        g = gap_table(profile, [], apply=True)
+        params = replace(params, costs={**params.costs, "other_gaps": list(g.gaps), "other_gaps_per_s": g.per_s})
     item = profile.items.get("pi_futex_handoff")
     cs = int(round(float(item.params.get("critical_section_ns", 0)))) if item is not None else 0
     data = composites._base_scenario(profile, "pi-trace")
@@ -135,19 +230,35 @@ def model(
     cat = catalog()
     m, wl = sc.build(sc.validate(data, cat), cat, seed=seed)
     slept: dict[int, int] = {}
-    rows: list[tuple[int, int]] = []
+    rows: list[tuple[int, int, int]] = []
+    events: list[tuple[int, str, int, int]] = []
+    workers: list[int] = []
 
     def hook(cpu, prev, nxt) -> None:  # type: ignore[no-untyped-def]
         now = cpu.env._now
         if prev is not None and prev.name.startswith("pi-") and prev.state == T_BLOCKED:
             slept[prev.tid] = now
-        if nxt is not None and nxt.tid in slept:
-            t0 = slept.pop(nxt.tid)
-            rows.append((nxt.wait_since - t0, now - nxt.wait_since))
+            events.append((now, "sleep", prev.tid, -1))
+        if nxt is not None and nxt.name.startswith("pi-"):
+            if nxt.tid not in workers:
+                workers.append(nxt.tid)
+            if nxt.tid in slept:
+                t0 = slept.pop(nxt.tid)
+                rows.append((nxt.wait_since, nxt.wait_since - t0, now - nxt.wait_since))
+                # with two threads the waker is the other one (the model has no waker in the hook)
+                other = [w for w in workers if w != nxt.tid]
+                if threads == 2 and other:
+                    events.append((nxt.wait_since, "wake", nxt.tid, other[0]))
+            events.append((now, "run", nxt.tid, -1))
 
     m.switch_hooks.append(hook)
     m.env.run(until=m.done)
-    return rows, f"model ({Path(profile_path).name}, seed {seed}), {threads} threads, {wl.ops / seconds:.0f} ops/s"
+    gaps = ", other_gaps" if other_gaps else ""
+    return (
+        rows,
+        handoff_races(events),
+        f"model ({Path(profile_path).name}{gaps}, seed {seed}), {threads} threads, {wl.ops / seconds:.0f} ops/s",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,11 +268,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", metavar="PROFILE", help="simulate on this profile instead of tracing the machine")
     ap.add_argument("--params", metavar="PARAMS", help="its calibrated params (default PROFILE-params.toml)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--other-gaps", action="store_true", help="the model with the profile's irq_cost.other_gaps")
     a = ap.parse_args(argv)
     if a.seconds <= 0 or not 2 <= a.threads <= 16:
         ap.error("--seconds must be > 0 and --threads 2..16")
-    rows, title = model(a.model, a.params, a.seconds, a.threads, a.seed) if a.model else machine(a.seconds, a.threads)
-    print(report(rows, a.seconds, title))  # noqa: T201
+    if a.model:
+        rows, races, title = model(a.model, a.params, a.seconds, a.threads, a.seed, a.other_gaps)
+    else:
+        rows, races, title = machine(a.seconds, a.threads)
+    print(report(rows, a.seconds, title, races if a.threads == 2 else None))  # noqa: T201
     return 0
 
 
