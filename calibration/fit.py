@@ -579,9 +579,16 @@ def _needed(cross: bool) -> list[str]:
 
 
 def _available(profile: Profile, q: str) -> bool:
+    """The quantity's item ran and its series exists with samples (a wake_by_sleep_age delay at
+    which the sleeper never slept has none)."""
     item, series = _where(q)
     it = profile.items.get(item)
-    return it is not None and it.status == "ok" and (series is None or it.get_series(series) is not None)
+    if it is None or it.status != "ok":
+        return False
+    if series is None:
+        return True
+    s = it.get_series(series)
+    return s is not None and bool(s.samples)
 
 
 def robust_cv(x: np.ndarray) -> float:

@@ -47,3 +47,21 @@ def test_calibrate_reports_the_wake_checks_when_the_profile_has_them():
             load_profile("calibration/profiles/history/dev-2026-11-22T1416.json"), seeds=1, bootstrap=0
         ).estimates.items()
     }
+
+
+def test_a_delay_without_samples_drops_its_check_not_the_calibration():
+    import json
+
+    from calibration.fit import calibrate
+    from calibration.profile import validate_profile
+
+    raw = json.loads(open("calibration/profiles/default.json").read())
+    for s in raw["items"]["wake_by_sleep_age"]["series"]:
+        if s["label"] == "d_1000ns":  # the sleeper never slept at 1 us: no sample
+            s["params"]["not_asleep"] = s["params"]["trials"]
+            # as the collector writes an empty series (a quick run's d_0ns usually is one)
+            s["samples"], s["samples_total"] = [], 0
+            s["stats"] = {"count": 0, **{k: None for k in ("min", "max", "mean", "stddev", "median", "p90", "p99")}}
+            s["histogram"] = {"scheme": "log2-quarter", "buckets": [], "underflow": 0, "overflow": 0}
+    cal = calibrate(validate_profile(raw, "no-1us"), seeds=1, bootstrap=0)
+    assert {o.name for o in cal.outcomes if o.name.startswith("wake_")} == {"wake_4us", "wake_40us"}
