@@ -14,6 +14,7 @@
 #endif
 #include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -173,6 +174,9 @@ static inline long plan(const item_ctx *ctx, long quick, long full) { return ctx
 
 /* Series entries ("series": [...]) hold the sub-measurements of an item. */
 jv *item_series_add(item_ctx *ctx, const char *label, const sampleset *s, const char *unit);
+
+/* futex(2) on a word with no timeout: the futex, PI-futex and wakeup items' one wrapper */
+long sys_futex(atomic_int *uaddr, int op, int val);
 
 /* items */
 void item_syscall(item_ctx *);

@@ -107,3 +107,8 @@ void spinners_stop(struct spinners *sp)
 			pthread_join(sp->s[i].thread, NULL);
 	free(sp);
 }
+
+long sys_futex(atomic_int *uaddr, int op, int val)
+{
+	return syscall(SYS_futex, (int *)uaddr, op, val, NULL, NULL, 0);
+}

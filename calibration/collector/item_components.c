@@ -99,11 +99,6 @@ out:
 
 /* ------------------------------------------------- pi_futex_uncontended */
 
-static long futex_pi(atomic_int *uaddr, int op)
-{
-	return syscall(SYS_futex, uaddr, op, 0, NULL, NULL, 0);
-}
-
 struct sleeper {
 	int pipe_rd;
 	atomic_int tid;
@@ -140,14 +135,14 @@ void item_pi_futex_uncontended(item_ctx *ctx)
 	static _Alignas(64) atomic_int owned;
 	int tid = (int)syscall(SYS_gettid);
 	atomic_store(&word, 0);
-	if (futex_pi(&word, FUTEX_LOCK_PI_PRIVATE) != 0) {
+	if (sys_futex(&word, FUTEX_LOCK_PI_PRIVATE, 0) != 0) {
 		if (errno == ENOSYS)
 			item_skip(ctx, "FUTEX_LOCK_PI: the kernel has no PI futexes (CONFIG_FUTEX_PI)");
 		else
 			item_fail(ctx, "FUTEX_LOCK_PI: %s", strerror(errno));
 		return;
 	}
-	if (atomic_load(&word) != tid || futex_pi(&word, FUTEX_UNLOCK_PI_PRIVATE) != 0 || atomic_load(&word) != 0) {
+	if (atomic_load(&word) != tid || sys_futex(&word, FUTEX_UNLOCK_PI_PRIVATE, 0) != 0 || atomic_load(&word) != 0) {
 		item_fail(ctx, "FUTEX_LOCK_PI / FUTEX_UNLOCK_PI did not leave the word as expected (%d)",
 			  atomic_load(&word));
 		return;
@@ -181,8 +176,8 @@ void item_pi_futex_uncontended(item_ctx *ctx)
 	for (long b = -10; b < batches; b++) { /* 10 warm-up batches */
 		int64_t t0 = now_ns();
 		for (long i = 0; i < batch; i++) {
-			futex_pi(&word, FUTEX_LOCK_PI_PRIVATE);
-			futex_pi(&word, FUTEX_UNLOCK_PI_PRIVATE);
+			sys_futex(&word, FUTEX_LOCK_PI_PRIVATE, 0);
+			sys_futex(&word, FUTEX_UNLOCK_PI_PRIVATE, 0);
 		}
 		int64_t t1 = now_ns();
 		if (atomic_load(&word) != 0) {
@@ -194,7 +189,7 @@ void item_pi_futex_uncontended(item_ctx *ctx)
 		int64_t t2 = now_ns();
 		long fails = 0;
 		for (long i = 0; i < batch; i++) {
-			if (futex_pi(&owned, FUTEX_TRYLOCK_PI_PRIVATE) != 0 && (errno == EWOULDBLOCK || errno == EAGAIN))
+			if (sys_futex(&owned, FUTEX_TRYLOCK_PI_PRIVATE, 0) != 0 && (errno == EWOULDBLOCK || errno == EAGAIN))
 				fails++;
 			atomic_store_explicit(&owned, owner, memory_order_relaxed);
 		}

@@ -56,11 +56,6 @@ struct lock_test {
 	struct worker *w;
 };
 
-static long futex(atomic_int *uaddr, int op, int val)
-{
-	return syscall(SYS_futex, uaddr, op, val, NULL, NULL, 0);
-}
-
 /* Returns 1 when the caller slept in FUTEX_WAIT and was woken, else 0. */
 static int plain_lock(atomic_int *f)
 {
@@ -72,7 +67,7 @@ static int plain_lock(atomic_int *f)
 		c = atomic_exchange(f, 2);
 	while (c != 0) {
 		/* 0: we slept and were woken; EAGAIN: the word changed before we slept */
-		if (futex(f, FUTEX_WAIT_PRIVATE, 2) == 0)
+		if (sys_futex(f, FUTEX_WAIT_PRIVATE, 2) == 0)
 			waited = 1;
 		c = atomic_exchange(f, 2);
 	}
@@ -83,7 +78,7 @@ static void plain_unlock(atomic_int *f)
 {
 	if (atomic_fetch_sub(f, 1) != 1) {
 		atomic_store(f, 0);
-		futex(f, FUTEX_WAKE_PRIVATE, 1);
+		sys_futex(f, FUTEX_WAKE_PRIVATE, 1);
 	}
 }
 
@@ -93,7 +88,7 @@ static int pi_lock(atomic_int *f, int tid)
 	int z = 0;
 	if (atomic_compare_exchange_strong(f, &z, tid))
 		return 0;
-	while (futex(f, FUTEX_LOCK_PI_PRIVATE, 0) != 0) {
+	while (sys_futex(f, FUTEX_LOCK_PI_PRIVATE, 0) != 0) {
 		if (errno != EINTR && errno != EAGAIN)
 			return -errno;
 	}
@@ -105,7 +100,7 @@ static int pi_unlock(atomic_int *f, int tid)
 	int t = tid;
 	if (atomic_compare_exchange_strong(f, &t, 0))
 		return 0;
-	return futex(f, FUTEX_UNLOCK_PI_PRIVATE, 0) == 0 ? 0 : -errno;
+	return sys_futex(f, FUTEX_UNLOCK_PI_PRIVATE, 0) == 0 ? 0 : -errno;
 }
 
 static void critical_section(struct lock_test *t)

@@ -41,11 +41,6 @@ struct wake_age {
 	int err;               /* errno of a failed pin or FUTEX_WAIT */
 };
 
-static long futex_call(atomic_int *uaddr, int op, int val)
-{
-	return syscall(SYS_futex, (int *)uaddr, op, val, NULL, NULL, 0);
-}
-
 static void spin_for(int64_t ns)
 {
 	int64_t end = now_ns() + ns;
@@ -71,7 +66,7 @@ static void *sleeper(void *arg)
 		atomic_store(&w->t_sleep, now_ns());
 		long r;
 		do
-			r = futex_call(&w->word, FUTEX_WAIT_PRIVATE, 0);
+			r = sys_futex(&w->word, FUTEX_WAIT_PRIVATE, 0);
 		while (r < 0 && errno == EINTR && atomic_load(&w->word) == 0);
 		int64_t t = now_ns();
 		if (r < 0 && errno == EAGAIN)
@@ -140,7 +135,7 @@ void item_wake_by_sleep_age(item_ctx *ctx)
 				;
 			int64_t tw = now_ns();
 			atomic_store(&w.word, 1);
-			futex_call(&w.word, FUTEX_WAKE_PRIVATE, 1);
+			sys_futex(&w.word, FUTEX_WAKE_PRIVATE, 1);
 			while (atomic_load(&w.phase) != PH_DONE)
 				;
 			if (atomic_load(&w.eagain))
