@@ -239,6 +239,22 @@ def _share_at_least(s: Series, ns: int) -> float:
     return above / total if total else float("nan")
 
 
+def pi_futex_scenario(profile: Profile, name: str, threads: int, critical_section: int, duration: int) -> dict[str, Any]:
+    """The scenario of the collector's PI-futex loop on ``profile``'s machine: ``threads``
+    threads pinned round-robin, the lock model with today's rules, ``duration`` ns from the start
+    signal (the validation rows, and calibration.trace.pi_trace's model side)."""
+    data = _base_scenario(profile, name)
+    data["kernel"]["locks"] = {}
+    data["workload"] = {
+        "kind": "pi_futex",
+        "threads": threads,
+        "critical_section": critical_section,
+        "duration": duration,
+        "warmup": 0,
+    }
+    return data
+
+
 def pi_futex_rows(
     profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, progress: ProgressFn | None = None
 ) -> list[Row]:
@@ -261,8 +277,6 @@ def pi_futex_rows(
         measured = (s.model_extra or {}).get("throughput_ops_per_s")
         if not measured:
             continue  # a series without its rate (a failed run) has nothing to compare
-        data = _base_scenario(profile, f"pi-futex-{s.label}")
-        data["kernel"]["locks"] = {}
         # the collector times each run from its start signal: one 2 s run per N before collector
         # 0.9.0, since then three, alternating between the counts, its rate all runs' operations
         # over their time; each seed here is one run, 0.5 s of it (PI_SPAN) from the start too, so
@@ -270,7 +284,7 @@ def pi_futex_rows(
         # few per cent, as it does in the measurement
         run_ns = item.params.get("run_duration_ns", item.params.get("duration_ns", PI_SPAN))
         span = min(int(run_ns), PI_SPAN)
-        data["workload"] = {"kind": "pi_futex", "threads": n, "critical_section": cs, "duration": span, "warmup": 0}
+        data = pi_futex_scenario(profile, f"pi-futex-{s.label}", n, cs, span)
         runs = _simulate(data, params, catalog, seeds)
         sims = [float(r["throughput_ops_per_s"]) for r in runs]
         sim_handoff = float(np.nanmedian([r["handoff_median_ns"] for r in runs]))

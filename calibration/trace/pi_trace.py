@@ -217,16 +217,7 @@ def model(
         params = replace(params, costs={**params.costs, "other_gaps": list(g.gaps), "other_gaps_per_s": g.per_s})
     item = profile.items.get("pi_futex_handoff")
     cs = int(round(float(item.params.get("critical_section_ns", 0)))) if item is not None else 0
-    data = composites._base_scenario(profile, "pi-trace")
-    data["kernel"]["locks"] = {}
-    data["workload"] = {
-        "kind": "pi_futex",
-        "threads": threads,
-        "critical_section": cs,
-        "duration": int(seconds * 1e9),
-        "warmup": 0,
-    }
-    apply_params(data, params)
+    data = apply_params(composites.pi_futex_scenario(profile, "pi-trace", threads, cs, int(seconds * 1e9)), params)
     cat = catalog()
     m, wl = sc.build(sc.validate(data, cat), cat, seed=seed)
     slept: dict[int, int] = {}
