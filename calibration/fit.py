@@ -568,9 +568,9 @@ def _samples(profile: Profile, q: str) -> tuple[np.ndarray, float]:
     return arr, float(full) if full is not None else float(np.median(arr))
 
 
-OPTIONAL = {"write_after_sleep", "wake_1us", "wake_4us", "wake_40us"}
 CHECK_ONLY = frozenset({"wake_1us", "wake_4us", "wake_40us"})
-"""Quantities read only for :data:`CHECKS` rows: no estimate uses them."""
+"""Quantities read only for :data:`CHECKS` rows: no estimate uses them (optional: collector 0.12.0)."""
+OPTIONAL = {"write_after_sleep", *CHECK_ONLY}
 """Quantities a profile of an older collector lacks; the fit falls back (and warns)."""
 
 
