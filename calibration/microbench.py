@@ -217,6 +217,9 @@ def wake_by_sleep_age(costs: Costs, target: Target, *, delay: int, trials: int =
     def until_delay(c: CPU, t: Task) -> int:  # the waker spins until the sleeper's mark + delay
         return max(0, marks["sleep"] + delay - m.now)
 
+    # pause: the collector's 50 us spin between trials; poll: the waker looks for the sleeper's
+    # mark every 100 ns (the collector spins on it; a finer step only adds events, and the delay
+    # itself is exact: until_delay spins to the nanosecond)
     pause, poll = cpu(50 * US), cpu(100)
     sleep_op, woke_op, wake_op, wait_op = Call(mark_sleep), Call(mark_woke), Call(mark_wake), Call(until_delay)
 
