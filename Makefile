@@ -22,7 +22,14 @@ COLLECTOR := calibration/collector/rcusim-collector
 $(COLLECTOR): $(wildcard calibration/collector/*.c calibration/collector/*.h) calibration/collector/Makefile
 	$(MAKE) -C calibration/collector
 
-install: $(STAMP) $(COLLECTOR)
+# The engine's hot modules compiled with mypyc (sim/compiled.py): rebuilt whenever a source
+# under sim/ or models/ changes; until then rcusim runs them as plain Python and says so.
+COMPILED := build/compiled/manifest.json
+
+$(COMPILED): $(STAMP) $(shell find sim models -name '*.py')
+	RCUSIM_PURE=1 $(BIN)/python -m sim.compile
+
+install: $(STAMP) $(COLLECTOR) $(COMPILED)
 
 # The main job: the what-if explorer (Streamlit) on the bundled default profile, at
 # http://localhost:8501 (rcusim app --port N for another port).

@@ -14,7 +14,9 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from sim import compiled
 from sim.errors import RcusimError
+from sim.scenario import VERSION
 
 from . import verbs as _verbs_pkg
 
@@ -47,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     mods = verb_modules()
     p = argparse.ArgumentParser(
         prog="rcusim", description=description(mods), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--version",
+        action="version",
+        version=f"rcusim {VERSION}; engine: {compiled.status()[1]}",
+        help="version, and whether the engine runs compiled",
     )
     sub = p.add_subparsers(dest="verb", metavar="VERB")
     for m in mods:

@@ -3,6 +3,10 @@
 Imports only SimPy and NumPy; ``models/`` builds kernel mechanisms on it.
 """
 
-from .scenario import VERSION as __version__
+from . import compiled
+
+compiled.install()  # before any hot module is imported: see sim/compiled.py
+
+from .scenario import VERSION as __version__  # noqa: E402
 
 __all__ = ["__version__"]

@@ -40,7 +40,7 @@ import simpy
 from simpy.core import EmptySchedule, StopSimulation
 
 from .errors import ScenarioError
-from .ops import BLOCKED, Call, CpuWork, Op, Script, ScriptFactory, Sleep, Spawn, Syscall, WaitChild, Yield, run_bound
+from .ops import BLOCKED, BoundOp, Call, CpuWork, Op, Script, ScriptFactory, Sleep, Spawn, Syscall, WaitChild, Yield, run_bound
 from .params import Costs, KernelConfig, MachineConfig
 from .rng import Jitter, Streams
 from .stats import FLUSH, LogHistogram
@@ -71,8 +71,13 @@ class Env(simpy.Environment):
     conditions, ``until``) is SimPy's own behaviour.
     """
 
-    now: int  # type: ignore[assignment]
     _now: int  # type: ignore[assignment]
+
+    @property
+    def now(self) -> int:  # type: ignore[override]
+        # simpy.Environment.now, typed int; compiled (sim/compiled.py), a class attribute
+        # annotation would become a slot shadowing SimPy's property
+        return self._now
 
     def __init__(self, initial_time: int = 0) -> None:
         super().__init__(initial_time)
@@ -169,6 +174,8 @@ class Env(simpy.Environment):
 
     def _loop(self) -> None:
         queue: list[Any] = self._queue  # type: ignore[assignment]
+        t: Task  # the current task of the CPU whose action this is
+        no_post = NO_POST
         pop, replace, eids, handlers = heappop, heapreplace, self._eid, self.handlers
         cpu_cls, irq_cls, call_cls, tick_cls, cpuwork = CPU, _Irq, _Call, _Tick, run_cpuwork
         normal, blocked, user_st, kernel_st, bound = NORMAL, BLOCKED, USER, KERNEL, run_bound
@@ -199,12 +206,15 @@ class Env(simpy.Environment):
                     else:
                         self._simpy_step(ev)
                     break
-                ev.act_eid = -1
-                action = ev.action
+                # ev is this CPU: a typed name for it (compiled, its fields are read natively)
+                c: CPU = ev
+                c.act_eid = -1
+                action = c.action
                 while True:
                     if action is None:
-                        # the end of a run segment (inlined here: the hottest event)
-                        t = ev.curr
+                        # the end of a run segment (inlined here: the hottest event); a segment
+                        # runs its CPU's current task, so curr is not None
+                        t = c.curr  # type: ignore[assignment]
                         ns = t.remaining
                         t.run_ns += ns
                         if t.vplain:  # CPU._charge's usual case in one test
@@ -216,21 +226,22 @@ class Env(simpy.Environment):
                         # t.remaining still holds the ended segment's length: the next segment's
                         # start overwrites it, every other way on sets it to 0 first (nothing
                         # reads it for the running task in between)
-                        if ev.attn:  # maybe an irq, a softirq or a reschedule is pending
-                            if ev.irqs or ev.softirq_pending or ev.resched:
+                        if c.attn:  # maybe an irq, a softirq or a reschedule is pending
+                            if c.irqs or c.softirq_pending or c.resched:
                                 t.remaining = 0
-                                ev._dispatch()
+                                c._dispatch()
                                 r = 0
                                 break
-                            ev.attn = False
-                    elif action is ev._dispatch_b:
+                            c.attn = False
+                    elif action is c._dispatch_b:
                         # _dispatch after a switch or an irq, inlined for its usual outcome: the
                         # current task goes on at an op boundary (or with its retry, ``post``)
-                        t = ev.curr
-                        if t is None or ev.attn or t.remaining > 0:
+                        tc = c.curr
+                        if tc is None or c.attn or tc.remaining > 0:
                             action()
                             r = 0
                             break
+                        t = tc
                     else:
                         action()
                         r = 0
@@ -239,10 +250,10 @@ class Env(simpy.Environment):
                     # block); anything else goes on in _run_ops, which starts at an op boundary.
                     post = t.post
                     if post is not None:
-                        t.post = None
-                        r = post(ev, t)
+                        t.post = no_post
+                        r = post(c, t)
                         st = kernel_st
-                        if r == 0 and t.post is None and not ev.attn:
+                        if r == 0 and t.post is None and not c.attn:
                             # an op boundary with nothing pending (attn: not even maybe): the
                             # next op, _run_ops's first step, inlined
                             post = None
@@ -253,7 +264,7 @@ class Env(simpy.Environment):
                             end = t.on_end
                             if end is None:
                                 t.remaining = 0
-                                ev._exit(t)
+                                c._exit(t)
                                 r = 0
                                 break
                             t.on_end = None
@@ -266,28 +277,30 @@ class Env(simpy.Environment):
                         except KeyError:
                             raise _no_handler(t, type(op)) from None
                         if h is bound:
-                            r = op.run(ev, t, op)  # type: ignore[attr-defined]
+                            bop: BoundOp = op  # type: ignore[assignment]  # its handler says so (typed: see c)
+                            r = bop.run(c, t, bop)
                             st = kernel_st
                         elif h is cpuwork:
-                            r = op.ns  # type: ignore[attr-defined]
-                            st = user_st if op.user else kernel_st  # type: ignore[attr-defined]
+                            work: CpuWork = op  # type: ignore[assignment]
+                            r = work.ns
+                            st = user_st if work.user else kernel_st
                         else:
-                            r = h(ev, t, op)
+                            r = h(c, t, op)
                             st = kernel_st
                     if r > 0:
                         # CPU._start_segment(t, r, st == USER), inlined
                         t.remaining = r
-                        old = ev.state
+                        old = c.state
                         if old != st:
-                            ev.softirq_rounds = 0  # see _start_segment
-                            if ev.m.tracer is None:
-                                ev.acc[old] += now - ev.since
-                                ev.state = st
-                                ev.since = now
+                            c.softirq_rounds = 0  # see _start_segment
+                            if c.m.tracer is None:
+                                c.acc[old] += now - c.since
+                                c.state = st
+                                c.since = now
                             else:
-                                ev._set_state(st)
-                        ev.seg_start = now
-                        ev.action = None
+                                c._set_state(st)
+                        c.seg_start = now
+                        c.action = None
                         eid = next(eids)
                         at = now + r
                         try:
@@ -307,18 +320,24 @@ class Env(simpy.Environment):
                     elif r == blocked:
                         t.remaining = 0
                         t.state = T_BLOCKED
-                        ev._schedule()
+                        c._schedule()
                     else:
                         t.remaining = 0
-                        ev._run_ops(t)  # a zero-time step: the op loop goes on
+                        c._run_ops(t)  # a zero-time step: the op loop goes on
                     break
                 if r <= 0:
                     break  # the CPU's step is done: the next event comes from the heap
                 # A segment started whose end is not the next event: push its end and pop the
                 # heap's first entry in one heap operation (heapreplace is heappushpop when the
                 # first entry is the smaller) and go on with that entry.
-                ev.act_eid = eid
+                c.act_eid = eid
                 now, _, eid, ev = replace(queue, (at, normal, eid, ev))
+
+
+# None, typed as Task.post: _loop clears a task's post with it, not with a literal None, after
+# which mypy (and so mypyc, which then checks the type at run time) would take the field to stay
+# None across the post() call that may set it again.
+NO_POST: Callable[[CPU, Task], int] | None = None
 
 
 def run_cpuwork(cpu: CPU, t: Task, op: CpuWork) -> int:
@@ -1345,6 +1364,10 @@ class Machine:
     (:meth:`handle`), softirq vectors (:meth:`register_softirq`) and hook lists called on the
     tick, on every context switch, on idle entry/exit and on task exit.
     """
+
+    # set by sim.scenario.build: the validated scenario and the installed models, by name
+    scenario: Any
+    models: dict[str, Any]
 
     def __init__(
         self,

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 if TYPE_CHECKING:
     from .channel import Channel
     from .machine import CPU
@@ -22,6 +24,7 @@ Script = Generator["Op", Any, None]
 ScriptFactory = Callable[["Task"], Script]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the models' own ops (sim/compiled.py)
 class Op:
     """Base of all ops."""
 

@@ -254,10 +254,10 @@ def build(scn: Scenario, catalog: Catalog, seed: int | None = None, tracer: Trac
     env = Env()
     streams = Streams(scn.meta.seed if seed is None else seed)
     m = Machine(env, scn.machine, scn.kernel, scn.costs, streams, tracer)
-    m.scenario = scn  # type: ignore[attr-defined]
-    m.models = {}  # type: ignore[attr-defined]
+    m.scenario = scn
+    m.models = {}
     for name, cfg in scn.mechanisms:
-        m.models[name] = catalog.mechanisms[name].install(m, cfg)  # type: ignore[attr-defined]
+        m.models[name] = catalog.mechanisms[name].install(m, cfg)
     wl = catalog.workloads[scn.workload_kind].build(m, scn.workload)
     return m, wl
 

@@ -195,7 +195,7 @@ class RcuSync:
             self.callbacks += 1
             from models.rcu.tree import Callback
 
-            rcu = self.m.models["rcu"].rcu  # type: ignore[attr-defined]
+            rcu = self.m.models["rcu"].rcu
             rcu.queue(cpu, Callback(rcu.cfg.cb_invoke, self._func, False, self.m.now, cpu.index))
 
     def metrics(self) -> dict[str, float]:

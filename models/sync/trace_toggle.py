@@ -70,7 +70,7 @@ class TraceToggle:
     def __init__(self, m: Machine, cfg: TraceToggleConfig) -> None:
         self.m = m
         self.cfg = cfg
-        model = m.models["percpu_rwsem"]  # type: ignore[attr-defined]
+        model = m.models["percpu_rwsem"]
         self.sem: PercpuRwsem = model.new("dup_mmap_sem")
         self.toggles = 0
         self.forks = 0
