@@ -35,6 +35,7 @@ import simpy
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import models  # noqa: E402
+from sim import compiled  # noqa: E402
 from sim import scenario as sc  # noqa: E402
 
 CPUS = 4
@@ -118,6 +119,7 @@ def main() -> None:
         f"machine: {platform.machine()} {os.cpu_count()} CPUs, python {platform.python_version()}, "
         f"simpy {simpy.__version__}, load {os.getloadavg()[0]:.1f}"
     )
+    print(f"engine: {compiled.status()[1]}")
     print(f"scenario: messaging-demo, {CPUS} CPUs, {a.groups} groups x 20+20 tasks, {a.loops} loops")
     best_w = best_c = 0.0
     for _ in range(a.repeat):

@@ -25,6 +25,7 @@ import models  # noqa: E402
 from calibration import stories  # noqa: E402
 from calibration.prescreen import story_prefix  # noqa: E402
 from calibration.validation import StoryOptions  # noqa: E402
+from sim import compiled  # noqa: E402
 from sim import scenario as sc  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +40,7 @@ def main() -> None:
     print(
         f"machine: {platform.machine()} {os.cpu_count()} CPUs, python {platform.python_version()}, load {os.getloadavg()[0]:.1f}"
     )
+    print(f"engine: {compiled.status()[1]}")
     cat = models.catalog()
     for name in a.names or list(stories.NAMES):
         story = stories.get(name)
