@@ -53,6 +53,14 @@ def test_page_loads_without_exception(name):
     assert at.title, "every page has a title"
 
 
+def test_home_says_which_engine_runs():
+    from sim import compiled
+
+    at = page("home").run()
+    captions = [c.value for c in at.caption]
+    assert f"Simulation engine: {compiled.status()[1]}." in captions, captions
+
+
 def test_main_navigates_to_every_page():
     at = AppTest.from_file(str(ROOT / "app" / "explorer" / "main.py"), default_timeout=TIMEOUT).run()
     assert not at.exception

@@ -970,5 +970,9 @@ def home_page() -> None:
     with guard():
         prof = cached_bundled_profile()
         st.caption(f"Default machine profile: {prof.label}.")
+    from sim import compiled
+
+    # plain Python runs the same results about half as fast (README, Speed)
+    st.caption(f"Simulation engine: {compiled.status()[1]}.")
     if Path(core.ROOT / "docs" / "readme" / "app.md").is_file():
         st.caption("More in docs/readme/app.md.")
