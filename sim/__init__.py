@@ -1,6 +1,7 @@
 """rcusim's substrate: a SimPy model of a multi-CPU machine running a Linux-like scheduler.
 
-Imports only SimPy and NumPy; ``models/`` builds kernel mechanisms on it.
+Imports only SimPy, NumPy and mypy_extensions; ``models/`` builds kernel mechanisms on it. Its
+hot modules run compiled with mypyc when a fresh build exists (:mod:`sim.compiled`).
 """
 
 from . import compiled

@@ -12,4 +12,5 @@ import sys
 from sim import compiled
 
 if __name__ == "__main__":
-    compiled.main(["build", *sys.argv[1:]])
+    path = compiled.build(verbose="-v" in sys.argv[1:])
+    sys.stdout.write(f"sim.compiled: {len(compiled.MODULES)} modules compiled with mypyc; {path.relative_to(compiled.ROOT)}\n")

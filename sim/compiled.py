@@ -2,9 +2,10 @@
 
 mypyc (the mypy project's compiler) turns type-annotated modules into C extensions with
 the same behaviour: the same code, with attribute reads of its classes as C struct fields and
-calls between its functions as C calls. On the lock-heavy ``hackbench-rt-2008`` story it
-takes about 30 % off the run time (README, Speed); the results are bit for bit the same,
-which ``tests/test_compiled.py`` checks against a pure-Python run in a child process.
+calls between its functions as C calls. It takes about 45 % off the run time of the
+``hackbench-rt-2008`` story and about 40 % off the engine benchmark (README, Speed); the
+results are bit for bit the same, which ``tests/test_compiled.py`` checks against a
+plain-Python run in a child process.
 
 The Python sources stay the reference. ``make install`` (``python -m sim.compile``)
 compiles :data:`MODULES` into ``build/compiled/`` and writes there a manifest with a digest
@@ -94,7 +95,7 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 def status() -> tuple[bool, str]:
-    """(compiled modules in use, why or why not), for ``rcusim version`` and the benchmarks."""
+    """(compiled modules in use, why or why not), for ``rcusim --version``, the explorer and the benchmarks."""
     return bool(_state["installed"]), str(_state["reason"])
 
 
@@ -182,16 +183,3 @@ def build(verbose: bool = False) -> Path:
         raise SystemExit("sim.compiled: sources changed during the build; run it again")
     MANIFEST.write_text(json.dumps({"format": FORMAT, "abi": _abi(), "digest": digest, "files": files}, indent=1) + "\n")
     return MANIFEST
-
-
-def main(args: list[str]) -> None:
-    """``build [-v]`` or ``status`` (exit 1 when the compiled modules would not be used)."""
-    if args[:1] == ["build"]:
-        path = build(verbose="-v" in args)
-        sys.stdout.write(f"sim.compiled: {len(MODULES)} modules compiled with mypyc; {_rel(path)}\n")
-    elif args[:1] == ["status"]:
-        files, reason, _ = _check()
-        sys.stdout.write(reason + "\n")
-        raise SystemExit(0 if files is not None else 1)
-    else:
-        raise SystemExit("usage: python -m sim.compile [-v]")

@@ -277,7 +277,7 @@ class Env(simpy.Environment):
                         except KeyError:
                             raise _no_handler(t, type(op)) from None
                         if h is bound:
-                            bop: BoundOp = op  # type: ignore[assignment]  # its handler says so (typed: see c)
+                            bop: BoundOp = op  # type: ignore[assignment]  # its handler says it is one (typed like c)
                             r = bop.run(c, t, bop)
                             st = kernel_st
                         elif h is cpuwork:
