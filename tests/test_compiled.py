@@ -1,8 +1,9 @@
 """The mypyc-compiled hot modules (sim/compiled.py): used only when fresh, and bit for bit the
 same results as plain Python.
 
-The equality test runs small versions of every bundled scenario (and the lock policies, a
-trace) in two child processes, one with ``RCUSIM_PURE=1``, and compares the whole results.
+The equality test runs small versions of every bundled scenario and of the variants
+benchmarks/exact.py checks (NOCB, RCU eras, lock policies, EEVDF with a measured tick, timer
+migration...), and a trace, in two child processes, one with ``RCUSIM_PURE=1``, and compares the whole results.
 `make install` builds the compiled modules, so under CI a missing build is a failure, not a
 skip. (benchmarks/exact.py compares the full-size stories; README, Speed.)
 """
@@ -34,14 +35,10 @@ SMALL = {
     "urcu-membarrier-2020": {"workload.duration": "50 ms"},
     "messaging-demo": {"workload.loops": 5},
 }
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from exact import VARIANTS  # the engine paths benchmarks/exact.py guards: NOCB, eras, lock policies, EEVDF...
 cases = [(p.stem, {}) for p in sorted((ROOT / "scenarios").glob("*.toml"))]
-cases += [
-    ("hackbench-rt-2008", {"kernel.locks.policy": "lateral"}),
-    ("hackbench-rt-2008", {"kernel.locks.policy": "adaptive"}),
-    ("hackbench-rt-2008", {"kernel.preempt": "voluntary", "kernel.locks.preempt_rt": False}),
-    ("netns-2014", {"kernel.rcu.nocb": "all", "kernel.rcu.era": "v6", "workload.paths": "v3.15"}),
-    ("messaging-demo", {"machine.cpus": 2, "kernel.sched": "eevdf", "kernel.wake_affine": "pack"}),
-]
+cases += [(scenario, over) for _, scenario, over in VARIANTS]
 cat = models.catalog()
 out = {"compiled": compiled.status()[0], "results": []}
 for i, (name, over) in enumerate(cases):
@@ -75,7 +72,7 @@ def test_compiled_modules_give_the_same_results_as_plain_python() -> None:
         pytest.skip(reason)
     fast, pure = _child(pure=False), _child(pure=True)
     assert fast["compiled"] is True and pure["compiled"] is False
-    assert len(fast["results"]) == len(pure["results"]) >= 12
+    assert len(fast["results"]) == len(pure["results"]) >= 25
     for (name, over, a), (_, _, b) in zip(fast["results"], pure["results"], strict=True):
         # as JSON text: 5 == 5.0 in Python, and a compiled int-to-float conversion would hide
         assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True), f"{name} {over}: compiled and plain Python differ"
