@@ -972,7 +972,7 @@ def home_page() -> None:
         st.caption(f"Default machine profile: {prof.label}.")
     from sim import compiled
 
-    # plain Python runs the same results about half as fast (README, Speed)
+    # plain Python gives the same results, 1.6-1.9x slower (README, Speed)
     st.caption(f"Simulation engine: {compiled.status()[1]}.")
     if Path(core.ROOT / "docs" / "readme" / "app.md").is_file():
         st.caption("More in docs/readme/app.md.")
