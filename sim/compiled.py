@@ -123,7 +123,7 @@ def _check() -> tuple[dict[str, Path] | None, str, bool]:
 
 def install() -> None:
     """Use the compiled modules if the build is fresh (see the module's docstring). Idempotent."""
-    if _state["installed"] or _state["reason"] != "not checked":
+    if _state["reason"] != "not checked":
         return
     files, reason, warn = _check()
     _state["reason"] = reason
@@ -131,10 +131,8 @@ def install() -> None:
         if warn:
             sys.stderr.write(f"rcusim: {reason}\n")
         return
-    early = [m for m in files if m in sys.modules and m.startswith(("sim.", "models."))]
-    if early:  # imported before sim itself: cannot happen through `import sim`, but say so
-        _state["reason"] = f"plain Python ({early[0]} was imported before sim.compiled.install)"
-        return
+    # sim/__init__.py calls this before it imports anything else of sim, and models/ imports sim
+    # first, so no compiled module has been imported as plain Python yet
     sys.meta_path.insert(0, _Finder(files))
     _state["installed"] = True
 
