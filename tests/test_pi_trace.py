@@ -42,11 +42,11 @@ def test_sched_events_and_handoff_races():
     assert ev[:3] == [(10_000_000_000, "sleep", 101, -1), (10_000_020_000, "wake", 101, 102), (10_000_045_000, "run", 101, -1)]
     # 102 woke 101 at 20 us and slept only at 70 us, after 101 ran (45 us): the wakee ran first;
     # 101 woke 102 at 71 us (the second waking is a duplicate) and 102 ran at 74 us, 101 never slept
-    assert handoff_races(ev) == [(25_000, 25_000, True), (3_000, 3_000, True)]
+    assert handoff_races(ev, {101, 102}) == [(25_000, 25_000, True), (3_000, 3_000, True)]
     # a convoy handoff: A wakes B, A sleeps 8 us later, B runs 24 us after the wakeup
     conv = [(0, "wake", 2, 1), (8_000, "sleep", 1, -1), (24_000, "run", 2, -1)]
-    assert handoff_races(conv) == [(8_000, 24_000, False)]
-    text = report([(0, 20_000, 25_000)], 1.0, "t", handoff_races(conv))
+    assert handoff_races(conv, {1, 2}) == [(8_000, 24_000, False)]
+    text = report([(0, 20_000, 25_000)], 1.0, "t", handoff_races(conv, {1, 2}))
     assert "the wakee ran first in 0 of 1 (0.0 %)" in text and "8.0 / 8.0 / 8.0 us" in text
 
 

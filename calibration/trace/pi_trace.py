@@ -33,9 +33,10 @@ _WAKING = re.compile(r"\bpid=(\d+)")
 
 
 def sched_events(lines: Iterable[str], tids: set[int]) -> list[tuple[int, str, int, int]]:
-    """(time, "sleep" | "wake" | "run", thread, waker) of the threads ``tids`` from the same
-    ``perf script`` lines as :func:`wake_ages` (the waker of a sched_waking is the thread the
-    event fired in)."""
+    """(time, "sleep" | "wake" | "run", thread, waker) of the threads ``tids``, in trace order,
+    from ``perf script --ns -F tid,cpu,time,event,trace`` lines of sched_switch and sched_waking:
+    a sleep is a switch away in state S (or D), a run a switch to the thread, a wake a
+    sched_waking of it (its waker is the thread the event fired in, whoever that is)."""
     out: list[tuple[int, str, int, int]] = []
     for line in lines:
         m = _LINE.match(line)
@@ -52,56 +53,50 @@ def sched_events(lines: Iterable[str], tids: set[int]) -> list[tuple[int, str, i
                 out.append((t, "run", int(s[3]), -1))
         elif event == "sched_waking":
             w = _WAKING.search(rest)
-            if w is not None and int(w[1]) in tids and who in tids:
+            if w is not None and int(w[1]) in tids:
                 out.append((t, "wake", int(w[1]), who))
     return out
 
 
-def wake_ages(lines: Iterable[str], tids: set[int]) -> list[tuple[int, int, int]]:
-    """(wakeup time, age, wake-to-run) in ns for every wakeup of a thread of ``tids`` that had slept, from
-    ``perf script --ns -F tid,cpu,time,event,trace`` lines of sched_switch and sched_waking: the
-    sleep is a switch away in state S (or D), the wakeup the first sched_waking after it, the
-    run the next switch to the thread."""
+def ages(events: Iterable[tuple[int, str, int, int]]) -> list[tuple[int, int, int]]:
+    """(wakeup time, age, wake-to-run) in ns for every wakeup of a thread that had slept
+    (``events`` as :func:`sched_events` gives them, each thread's in time order): the wakeup is
+    the first wake after the sleep, the run the next run of the thread."""
     slept: dict[int, int] = {}
     woken: dict[int, int] = {}
     out: list[tuple[int, int, int]] = []
-    for line in lines:
-        m = _LINE.match(line)
-        if m is None:
-            continue
-        t = round(float(m[3]) * 1e9)
-        event, rest = m[4], m[5]
-        if event == "sched_switch":
-            s = _SWITCH.search(rest)
-            if s is None:
-                continue
-            prev, state, nxt = int(s[1]), s[2], int(s[3])
-            if prev in tids and state[:1] in ("S", "D"):
-                slept[prev] = t
-                woken.pop(prev, None)
-            if nxt in tids and nxt in woken and nxt in slept:
-                tw = woken.pop(nxt)
-                out.append((tw, tw - slept.pop(nxt), t - tw))
-        elif event == "sched_waking":
-            w = _WAKING.search(rest)
-            if w is not None and int(w[1]) in tids and int(w[1]) in slept and int(w[1]) not in woken:
-                woken[int(w[1])] = t
+    for t, kind, tid, _ in events:
+        if kind == "sleep":
+            slept[tid] = t
+            woken.pop(tid, None)
+        elif kind == "run":
+            if tid in woken and tid in slept:
+                tw = woken.pop(tid)
+                out.append((tw, tw - slept.pop(tid), t - tw))
+        elif tid in slept and tid not in woken:
+            woken[tid] = t
     return out
 
 
-def handoff_races(events: Iterable[tuple[int, str, int, int]]) -> list[tuple[int, int, bool]]:
+def wake_ages(lines: Iterable[str], tids: set[int]) -> list[tuple[int, int, int]]:
+    """:func:`ages` of the threads ``tids`` in ``perf script`` lines (see :func:`sched_events`)."""
+    return ages(sched_events(lines, tids))
+
+
+def handoff_races(events: Iterable[tuple[int, str, int, int]], wakers: set[int]) -> list[tuple[int, int, bool]]:
     """For every wakeup of a sleeping thread B by a thread A (``events``: (time, "sleep" | "wake"
     | "run", thread, waker) in time order, ``waker`` only for "wake"): A's time from the wakeup
     to its own next sleep, B's time from the wakeup to running, and whether B ran first. B
     running first ends a convoy (A, back at the lock, finds a running owner and spins); A asleep
-    first keeps it going (the next handoff wakes A). Only wakeups whose waker is one of the
-    threads count."""
+    first keeps it going (the next handoff wakes A). Only wakeups made by one of ``wakers`` (the
+    contending threads) count."""
     pending: dict[int, tuple[int, int]] = {}  # wakee -> (wake time, waker)
     asleep_at: dict[int, int] = {}  # waker -> its first sleep after a wakeup it made
     out: list[tuple[int, int, bool]] = []
     for t, kind, tid, waker in sorted(events):
         if kind == "wake":
-            pending.setdefault(tid, (t, waker))  # the first waking counts (as in wake_ages)
+            if waker in wakers:
+                pending.setdefault(tid, (t, waker))  # the first waking counts (as in ages)
         elif kind == "sleep":
             for _wakee, (tw, w) in pending.items():
                 if w == tid and tid not in asleep_at and t >= tw:
@@ -187,9 +182,8 @@ def machine(seconds: float, threads: int) -> tuple[list[tuple[int, int, int]], l
         script = subprocess.run(
             ["perf", "script", "--ns", "-i", str(data), "-F", "tid,cpu,time,event,trace"], capture_output=True, text=True
         )
-        lines = script.stdout.splitlines()
-        rows = wake_ages(lines, tids)
-        races = handoff_races(sched_events(lines, tids))
+        events = sched_events(script.stdout.splitlines(), tids)
+        rows, races = ages(events), handoff_races(events, tids)
     return rows, races, f"machine, {threads} threads, {rate[1] if rate else '?'} ops/s"
 
 
@@ -220,34 +214,32 @@ def model(
     data = apply_params(composites.pi_futex_scenario(profile, "pi-trace", threads, cs, int(seconds * 1e9)), params)
     cat = catalog()
     m, wl = sc.build(sc.validate(data, cat), cat, seed=seed)
-    slept: dict[int, int] = {}
-    rows: list[tuple[int, int, int]] = []
+    asleep: set[int] = set()
     events: list[tuple[int, str, int, int]] = []
     workers: list[int] = []
 
     def hook(cpu, prev, nxt) -> None:  # type: ignore[no-untyped-def]
         now = cpu.env._now
         if prev is not None and prev.name.startswith("pi-") and prev.state == T_BLOCKED:
-            slept[prev.tid] = now
+            asleep.add(prev.tid)
             events.append((now, "sleep", prev.tid, -1))
         if nxt is not None and nxt.name.startswith("pi-"):
             if nxt.tid not in workers:
                 workers.append(nxt.tid)
-            if nxt.tid in slept:
-                t0 = slept.pop(nxt.tid)
-                rows.append((nxt.wait_since, nxt.wait_since - t0, now - nxt.wait_since))
-                # with two threads the waker is the other one (the model has no waker in the hook)
+            if nxt.tid in asleep:
+                asleep.discard(nxt.tid)
+                # the wakeup, when the task became runnable; its waker only with two threads (the
+                # other one: the hook does not see who woke it)
                 other = [w for w in workers if w != nxt.tid]
-                if threads == 2 and other:
-                    events.append((nxt.wait_since, "wake", nxt.tid, other[0]))
+                events.append((nxt.wait_since, "wake", nxt.tid, other[0] if threads == 2 and other else -1))
             events.append((now, "run", nxt.tid, -1))
 
     m.switch_hooks.append(hook)
     m.env.run(until=m.done)
     gaps = ", other_gaps" if other_gaps else ""
     return (
-        rows,
-        handoff_races(events),
+        ages(events),
+        handoff_races(events, set(workers)),
         f"model ({Path(profile_path).name}{gaps}, seed {seed}), {threads} threads, {wl.ops / seconds:.0f} ops/s",
     )
 
