@@ -38,7 +38,7 @@ struct wake_age {
 	atomic_llong t_sleep;  /* sleeper: just before FUTEX_WAIT */
 	atomic_llong t_woke;   /* sleeper: just after it returns */
 	atomic_int eagain;     /* sleeper: FUTEX_WAIT found the word changed */
-	int err;               /* errno of a failed pin or FUTEX_WAIT */
+	atomic_int err;        /* errno of a failed pin or FUTEX_WAIT */
 };
 
 static void spin_for(int64_t ns)
@@ -52,7 +52,7 @@ static void *sleeper(void *arg)
 {
 	struct wake_age *w = arg;
 	if (pin_self_to_cpu(w->cpu_sleeper) < 0) {
-		w->err = EINVAL;
+		atomic_store(&w->err, EINVAL);
 		atomic_store(&w->phase, PH_QUIT);
 		return NULL;
 	}
@@ -72,7 +72,7 @@ static void *sleeper(void *arg)
 		if (r < 0 && errno == EAGAIN)
 			atomic_store(&w->eagain, 1);
 		else if (r < 0)
-			w->err = errno;
+			atomic_store(&w->err, errno);
 		atomic_store(&w->t_woke, t);
 		atomic_store(&w->phase, PH_DONE);
 	}
@@ -102,6 +102,7 @@ void item_wake_by_sleep_age(item_ctx *ctx)
 	atomic_init(&w.t_sleep, 0);
 	atomic_init(&w.t_woke, 0);
 	atomic_init(&w.eagain, 0);
+	atomic_init(&w.err, 0);
 	int cpu_waker = ctx->opt->cpus[0];
 	jv_set(ctx->params, "cpu_waker", jv_int(cpu_waker));
 	jv_set(ctx->params, "cpu_sleeper", jv_int(w.cpu_sleeper));
@@ -119,17 +120,18 @@ void item_wake_by_sleep_age(item_ctx *ctx)
 		return;
 	}
 	size_t nd = ARRAY_LEN(DELAYS);
-	for (size_t k = 0; k < nd && !w.err; k++) {
+	for (size_t k = 0; k < nd && !atomic_load(&w.err); k++) {
 		sampleset s;
 		ss_init(&s);
 		long not_asleep = 0;
-		for (long i = 0; i < trials && !w.err; i++) {
+		for (long i = 0; i < trials && !atomic_load(&w.err); i++) {
 			atomic_store(&w.t_sleep, 0);
 			atomic_store(&w.phase, PH_GO);
 			int64_t ts;
-			while ((ts = atomic_load(&w.t_sleep)) == 0 && atomic_load(&w.phase) == PH_GO)
+			/* a sleeper that failed to pin itself has quit, even if PH_GO overwrote its PH_QUIT */
+			while ((ts = atomic_load(&w.t_sleep)) == 0 && atomic_load(&w.phase) == PH_GO && !atomic_load(&w.err))
 				;
-			if (atomic_load(&w.phase) == PH_QUIT)
+			if (ts == 0)
 				break;
 			while (now_ns() < ts + DELAYS[k])
 				;
@@ -159,6 +161,7 @@ void item_wake_by_sleep_age(item_ctx *ctx)
 	}
 	atomic_store(&w.phase, PH_QUIT);
 	pthread_join(th, NULL);
-	if (w.err)
-		item_fail(ctx, "sleeper: %s", strerror(w.err));
+	int err = atomic_load(&w.err);
+	if (err)
+		item_fail(ctx, "sleeper: %s", strerror(err));
 }
