@@ -245,6 +245,52 @@ def wake_by_sleep_age(costs: Costs, target: Target, *, delay: int, trials: int =
     return float(sorted(lat)[len(lat) // 2])
 
 
+def ring(
+    costs: Costs, target: Target, *, members: int = 8, processes: bool, laps: int = 100, warm: int = 10, seed: int = 1
+) -> float:
+    """``context_switch_process`` ring series: ``members`` tasks pinned to cpu 0 pass one byte
+    round a ring of pipes (member 0, the collector's timer thread, writes to member 1 and reads
+    from the last); threads share one mm, processes each have their own; the result is ns per
+    hop (one switch each), the collector's laps x members division. A check, not a fit: the
+    model's switch costs the same whichever task comes next, so its per-hop time is the
+    two-task ping-pong's one-way time (plus ``mm_switch`` and ``asid_miss`` for processes)
+    whatever the ring's size; the machine's grows from two members to three (README,
+    calibration)."""
+    m = _machine(costs, target, seed)
+    clock = _Clock(m)
+    pipes = [Channel(m, f"ring{i}", 1024) for i in range(members)]
+    total = warm + laps
+
+    def timer(task: Task) -> Generator[Op, Any, None]:
+        send, recv = Send(pipes[1 % members]), Recv(pipes[0])
+        for i in range(total):
+            if i == warm:
+                yield clock.op
+            yield send
+            yield recv
+        yield clock.op
+        yield clock.finish
+
+    def member(i: int) -> Callable[[Task], Generator[Op, Any, None]]:
+        recv, send = Recv(pipes[i]), Send(pipes[(i + 1) % members])
+
+        def script(task: Task) -> Generator[Op, Any, None]:
+            for _ in range(total):
+                yield recv
+                yield send
+
+        return script
+
+    first: Task | None = None
+    for i in range(1, members):
+        t = m.spawn(member(i), f"member{i}", affinity=(0,), thread_of=None if processes else first)
+        first = first or t
+    m.spawn(timer, "timer", affinity=(0,), thread_of=None if processes else first)
+    _run(m, clock)
+    t0, t1 = clock.marks
+    return (t1 - t0) / (laps * members)
+
+
 Replica = Callable[[Costs, Target, int], float]
 
 REPLICAS: dict[str, Replica] = {
@@ -259,6 +305,8 @@ REPLICAS: dict[str, Replica] = {
     "wake_1us": lambda c, t, s: wake_by_sleep_age(c, t, delay=1 * US, seed=s),
     "wake_4us": lambda c, t, s: wake_by_sleep_age(c, t, delay=4 * US, seed=s),
     "wake_40us": lambda c, t, s: wake_by_sleep_age(c, t, delay=40 * US, seed=s),
+    "ring8_threads": lambda c, t, s: ring(c, t, processes=False, seed=s),
+    "ring8_processes": lambda c, t, s: ring(c, t, processes=True, seed=s),
 }
 """Simulated outcome name -> replica(costs, target, seed) -> ns."""
 
