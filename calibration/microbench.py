@@ -79,6 +79,18 @@ def _run(m: Machine, clock: _Clock, limit_ns: int = 60_000 * MS) -> None:
         raise RuntimeError("microbenchmark replica did not finish")
 
 
+def _timed_exchange(clock: _Clock, send: Op, recv: Op, warm: int, total: int) -> Generator[Op, Any, None]:
+    """The timing side of a ping-pong or a ring: ``total`` rounds of send then receive, with a
+    mark after the ``warm`` first rounds and one at the end, then the replica's finish."""
+    for i in range(total):
+        if i == warm:
+            yield clock.op
+        yield send
+        yield recv
+    yield clock.op
+    yield clock.finish
+
+
 def pingpong(costs: Costs, target: Target, *, cross: bool, rounds: int = 300, warm: int = 30, seed: int = 1) -> float:
     """``context_switch`` / ``cross_cpu_wakeup`` / ``pipe_message`` ping-pong: two tasks pinned
     to cpu 0 (and cpu 1 with ``cross``) exchange one message each way over two pipes; the
@@ -90,13 +102,7 @@ def pingpong(costs: Costs, target: Target, *, cross: bool, rounds: int = 300, wa
     total = warm + rounds
 
     def thread_a(task: Task) -> Generator[Op, Any, None]:
-        for i in range(total):
-            if i == warm:
-                yield clock.op
-            yield send_ab
-            yield recv_ba
-        yield clock.op
-        yield clock.finish
+        yield from _timed_exchange(clock, send_ab, recv_ba, warm, total)
 
     def thread_b(task: Task) -> Generator[Op, Any, None]:
         for _ in range(total):
@@ -262,14 +268,7 @@ def ring(
     total = warm + laps
 
     def timer(task: Task) -> Generator[Op, Any, None]:
-        send, recv = Send(pipes[1 % members]), Recv(pipes[0])
-        for i in range(total):
-            if i == warm:
-                yield clock.op
-            yield send
-            yield recv
-        yield clock.op
-        yield clock.finish
+        yield from _timed_exchange(clock, Send(pipes[1 % members]), Recv(pipes[0]), warm, total)
 
     def member(i: int) -> Callable[[Task], Generator[Op, Any, None]]:
         recv, send = Recv(pipes[i]), Send(pipes[(i + 1) % members])
