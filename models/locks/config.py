@@ -89,7 +89,8 @@ class LocksConfig:
         "pi_lock bookkeeping) or the slow unlock (pick the pending owner)",
         unit="ns",
         min=0,
-        source="prior 300-800 ns, " + PRIOR,
+        source="prior 300-800 ns, " + PRIOR + "; on the development machine a side probe "
+        "(calibration/trace/pi_unlock.c) leaves about 100 ns for the unlock's pass (README, calibration)",
     )
     mutex_slowpath: int = knob(200, doc="one pass through the mutex slow path under wait_lock", unit="ns", min=0, source=PRIOR)
 
