@@ -46,6 +46,7 @@ from .rng import Jitter, Streams
 from .stats import FLUSH, LogHistogram
 from .task import BLOCKED as T_BLOCKED
 from .task import DONE, NICE_0_WEIGHT, RUNNABLE, Task
+from .timerwheel import calc_wheel_index, lvl_depth
 
 if TYPE_CHECKING:
     from .trace import Tracer
@@ -427,7 +428,7 @@ class CPU:
         "seg_start", "resched", "attn", "irqs", "irq_from", "softirq_pending",
         "softirq_rounds", "softirq_done", "tick_on", "tick_count", "min_vruntime", "switches",
         "kick_pending", "resched_pending", "ksoftirqd", "ticks", "ipis", "idle_exits", "tid",
-        "nohz_balance", "tick_gen", "tick_at", "jiffy_timers",
+        "nohz_balance", "tick_gen", "tick_at", "jiffy_timers", "jiffy_global",
         "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "delayed", "load_avg",
         "active_mm", "asids", "next_asid", "cpu_load",
         "lb_next", "lb_last", "lb_interval", "lb_failed", "idle_at_tick", "nohz_recent", "active_balance",
@@ -460,6 +461,9 @@ class CPU:
         self.tick_gen = 0
         self.tick_at: int | None = None
         self.jiffy_timers: dict[int, list[Callable[[CPU], int | None]]] = {}
+        # kernel.timer_wheel = "v6.9": the non-pinned ones, which an active CPU expires while this
+        # one idles (the timer-migration hierarchy's pull); empty otherwise
+        self.jiffy_global: dict[int, list[Callable[[CPU], int | None]]] = {}
         self.tick_count = 0
         self.min_vruntime = 0
         self.switches = 0
@@ -1258,47 +1262,94 @@ class CPU:
         self.tick_at = None
         period = m.tick_ns
         due = self.jiffy_timers.pop(now // period, None) if self.jiffy_timers else None
+        gdue = self.jiffy_global.pop(now // period, None) if self.jiffy_global else None
         if self.curr is None and m.kernel.nohz_idle and not any(h(self) for h in m.nohz_veto_hooks):
             # NO_HZ idle: no periodic tick; wake only for the next jiffy timer, if any. The tick
             # stays stopped while the idle task runs: also while the CPU leaves the idle state
             # and handles the interrupts that woke it; it restarts when a task is picked (_schedule)
             self.tick_on = False
-            if self.jiffy_timers:
-                self._arm_tick_at(min(self.jiffy_timers) * period)
+            if gdue is not None:
+                # a CPU that wakes for a pinned timer expires its global ones itself
+                other = self._active_migrator() if due is None else None
+                if other is not None:
+                    # tmigr_handle_remote(): the active CPU expires them in its timer softirq
+                    pulled = gdue
+
+                    def remote(c: CPU) -> int:
+                        return CPU._run_jiffy_timers(c, pulled)
+
+                    m.interrupt(other, 0, remote)
+                else:
+                    due = gdue if due is None else due + gdue
+            if self.jiffy_timers or self.jiffy_global:
+                self._arm_tick_at(min((*self.jiffy_timers, *self.jiffy_global)) * period)
             if due is None:
                 return
         else:
+            if gdue is not None:
+                due = gdue if due is None else due + gdue
             self.tick_on = True
             self._arm_tick_at(now + period)
         cost = m.jit_sched.apply(m.costs.tick) if m.tick_busy is None else m.tick_busy_cost(self.index, now // period)
         self.raise_irq(cost, self._tick_fn if due is None else lambda c: self._tick_due(c, due))
 
     def _tick_due(self, cpu: CPU, due: list[Callable[[CPU], int | None]]) -> int:
-        extra = self._tick_fn(cpu)
+        return self._tick_fn(cpu) + CPU._run_jiffy_timers(cpu, due)
+
+    @staticmethod
+    def _run_jiffy_timers(cpu: CPU, due: list[Callable[[CPU], int | None]]) -> int:
+        extra = 0
         for fn in due:
             r = fn(cpu)
             if r:
                 extra += r
         return extra
 
+    def _active_migrator(self) -> CPU | None:
+        """The CPU that expires this idle CPU's non-pinned timers under the pull model: an
+        active one (running a task, or idle with its tick still on), the lowest-numbered; the
+        hierarchy's groups are not modelled (kernel/time/timer_migration.c)."""
+        for c in self.m.cpus:
+            if c is not self and (c.curr is not None or c.tick_on):
+                return c
+        return None
+
     def cancel_jiffy_timer(self, expires: int, fn: Callable[[CPU], int | None]) -> None:
-        """Delete the timer ``fn`` due at jiffy ``expires`` (del_timer); with no other work an
+        """Delete the timer ``fn`` armed for jiffy ``expires`` (del_timer); with no other work an
         idle CPU then sleeps through that tick."""
+        if self.m.wheel_round:  # stored under its bucket's expiry: look it up by identity
+            for timers in (self.jiffy_timers, self.jiffy_global):
+                for j, armed in timers.items():
+                    if fn in armed:
+                        armed.remove(fn)
+                        if not armed:
+                            del timers[j]
+                        return
+            return
         fns = self.jiffy_timers.get(expires)
         if fns and fn in fns:
             fns.remove(fn)
             if not fns:
                 del self.jiffy_timers[expires]
 
-    def add_jiffy_timer(self, expires: int, fn: Callable[[CPU], int | None]) -> None:
-        """A timer-wheel timer on this CPU that fires at the tick of jiffy ``expires``
-        (schedule_timeout and friends): ``fn(cpu)`` runs in that tick's interrupt. An idle
-        CPU with its tick stopped is woken for it, as NO_HZ programs the next timer event."""
-        period = self.m.tick_ns
+    def add_jiffy_timer(self, expires: int, fn: Callable[[CPU], int | None], pinned: bool = False) -> None:
+        """A timer-wheel timer on this CPU armed for jiffy ``expires`` (schedule_timeout and
+        friends): ``fn(cpu)`` runs in a tick's interrupt. With ``kernel.timer_wheel = "classic"``
+        that is the tick of jiffy ``expires``; from "v4.8" the tick of its bucket's expiry
+        (calc_index: one granularity unit later, never early). An idle CPU with its tick stopped
+        is woken for it, as NO_HZ programs the next timer event, except under "v6.9" for a timer
+        that is not ``pinned`` while another CPU is active: that CPU runs it (the pull model)."""
+        m = self.m
+        period = m.tick_ns
         now_j = self.env.now // period
+        if m.wheel_round:
+            expires = calc_wheel_index(expires, now_j, m.wheel_depth)[1]
         if expires <= now_j:
             expires = now_j + 1
-        self.jiffy_timers.setdefault(expires, []).append(fn)
+        if m.wheel_pull and not pinned:
+            self.jiffy_global.setdefault(expires, []).append(fn)
+        else:
+            self.jiffy_timers.setdefault(expires, []).append(fn)
         self._arm_tick_at(expires * period)
 
     def _tick_fn(self, cpu: CPU) -> int:
@@ -1413,6 +1464,10 @@ class Machine:
         # PELT decay per tick, 1024ths: y^32 = 1/2 with a 1 ms period (LOAD_AVG_PERIOD)
         self.pelt_y = round(1024 * 0.5 ** (1 / (kernel.hz * 0.032)))
         self.tick_ns = max(1, 1_000_000_000 // kernel.hz)
+        # kernel.timer_wheel: jiffy timers rounded up to their bucket (4.8+) and pulled (6.9+)
+        self.wheel_round = kernel.timer_wheel != "classic"
+        self.wheel_pull = kernel.timer_wheel == "v6.9"
+        self.wheel_depth = lvl_depth(kernel.hz)
         # periodic load_balance of a CPU-level domain: every sd_weight ms (balance_interval)
         self.balance_ticks = max(1, config.cpus * kernel.hz // 1000)
         factor = 1 + (min(config.cpus, 8).bit_length() - 1)  # 1 + ilog2(min(ncpus, 8))
@@ -2284,13 +2339,19 @@ class Machine:
         with the other CPU idle, 99 % of the wakeups of a thread free to run anywhere land on
         the waker's CPU; with a spinner sharing the waker's CPU, none do. Under ftrace the same
         machine runs the expedited-GP kthread_worker on the requester's CPU (kernel/rcu/tree_exp.h
-        synchronize_rcu_expedited_queue_work, a plain wake_up_process), not on the idle CPU."""
+        synchronize_rcu_expedited_queue_work, a plain wake_up_process), not on the idle CPU. A
+        wakeup from interrupt context is not packed: in a `perf` trace of `membarrier(GLOBAL)`
+        calls with a user-mode spinner on the other CPU, every wakeup of the GP kthread from the
+        spinner's CPU's timer softirq (the pulled FQS timeout) went to the kthread's idle
+        previous CPU, as mainline's wake_affine_idle sends it (README, rcu)."""
         aff = t.affinity
         if (
             self.wake_affine_pack
             and waker is not None
             and waker.curr is not None
             and waker.nr_queued == 0
+            and waker.state != IRQ
+            and waker.state != SOFTIRQ
             and (aff is None or waker.index in aff)
         ):
             return waker

@@ -44,6 +44,18 @@ class KernelConfig:
         source="kernel/Kconfig.preempt",
     )
     nohz_idle: bool = knob(True, doc="CONFIG_NO_HZ_IDLE: stop the tick on idle CPUs", source="kernel/time/Kconfig")
+    timer_wheel: Literal["classic", "v4.8", "v6.9"] = knob(
+        "classic",
+        doc="the kernel timers the models arm by jiffies (schedule_timeout, the RCU GP kthread's FQS wait, "
+        "rcuo and bypass timers): 'classic' (the cascading wheel before 4.8: a timer fires at the tick of its "
+        "expiry jiffy, on the CPU that armed it), 'v4.8' (calc_index rounds the expiry up by the level's "
+        "granularity, so a timeout of j jiffies fires at the (j+1)-th tick, between j and j+1 jiffies later; "
+        "still on the arming CPU; also a 6.9+ kernel with timer_migration=0) or 'v6.9' (as 'v4.8', with the "
+        "timer-migration hierarchy's pull of timer_migration=1: a non-pinned timer of a CPU in NO_HZ idle "
+        "expires on an active CPU at its tick, and the idle CPU is not woken for it; with every CPU idle its "
+        "own CPU wakes)",
+        source="kernel/time/timer.c calc_index (4.8), kernel/time/timer_migration.c tmigr_handle_remote (6.9)",
+    )
     wake_affine: Literal["prev", "waker", "weight", "pack", "2.6.24"] = knob(
         "prev",
         doc="where select_task_rq_fair sends a wakeup: 'prev' (4.x+ wake_affine_idle: the wakee's previous CPU "
@@ -55,8 +67,8 @@ class KernelConfig:
         "CPU's load is its runnable weight averaged at the tick, a task's its PELT average; wake_wide is not "
         "modelled; then select_idle_sibling) or 'pack' (a measured guest "
         "kernel's rule: the waker's CPU whenever the waker runs alone there, even if another CPU idles; else as "
-        "'weight'; measured for wakeups from a task, applied also to a wakeup from an interrupt on a CPU "
-        "running one task [unverified]) or '2.6.24' (try_to_wake_up of 2.6.24: the waker's CPU for a sync wakeup of a "
+        "'weight'; measured for wakeups from a task; a wakeup from interrupt context is placed as 'weight' "
+        "places it, as a trace of the GP kthread woken from a busy CPU's timer softirq shows) or '2.6.24' (try_to_wake_up of 2.6.24: the waker's CPU for a sync wakeup of a "
         "cache-cold task, else only when the previous CPU's load (the lower of its weight at the last tick and now) is "
         "at least the waker CPU's (the higher one, less the waker on a sync wakeup) plus the wakee, over 1.12; a "
         "real-time task weighs 173 nice-0 tasks, so under PREEMPT_RT the softirq thread woken by every tick keeps "

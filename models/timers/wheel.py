@@ -1,9 +1,10 @@
 """The per-CPU timer wheel of kernel/time/timer.c (the 4.8+ non-cascading wheel).
 
-Geometry as in the kernel: ``LVL_DEPTH`` levels (9 when HZ > 100, else 8) of ``LVL_SIZE`` = 64
-buckets; level ``n`` has a granularity of ``8**n`` jiffies (``LVL_CLK_SHIFT`` = 3) and holds
-timers whose distance from the base clock is in ``[LVL_START(n), LVL_START(n + 1))`` with
-``LVL_START(n) = 63 << 3 * (n - 1)``. :func:`calc_wheel_index` follows ``calc_wheel_index()``
+Geometry as in the kernel (:mod:`sim.timerwheel`, shared with the substrate's jiffy timers):
+``LVL_DEPTH`` levels (9 when HZ > 100, else 8) of ``LVL_SIZE`` = 64 buckets; level ``n`` has a
+granularity of ``8**n`` jiffies (``LVL_CLK_SHIFT`` = 3) and holds timers whose distance from the
+base clock is in ``[LVL_START(n), LVL_START(n + 1))`` with ``LVL_START(n) = 63 << 3 * (n - 1)``.
+:func:`calc_wheel_index` follows ``calc_wheel_index()``
 and ``calc_index()``: the expiry is rounded *up* to the level's granularity (plus one unit),
 which is why a wheel timer never fires early and fires later the farther out it was armed;
 timeouts beyond the last level are clamped to ``WHEEL_TIMEOUT_MAX``.
@@ -24,55 +25,22 @@ import heapq
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sim.timerwheel import LVL_CLK_SHIFT, LVL_MASK, LVL_SIZE, calc_wheel_index, lvl_depth, lvl_gran, lvl_start
+
 if TYPE_CHECKING:
     from sim.machine import CPU
     from sim.task import Task
 
-LVL_CLK_SHIFT = 3
-LVL_BITS = 6
-LVL_SIZE = 1 << LVL_BITS
-LVL_MASK = LVL_SIZE - 1
+__all__ = [
+    "BASE_DEF", "BASE_GLOBAL", "BASE_LOCAL", "BASE_NAMES", "INF", "LVL_CLK_SHIFT", "LVL_MASK", "LVL_SIZE",
+    "Timer", "TimerBase", "TimerFn", "calc_wheel_index", "describe_levels", "lvl_depth", "lvl_gran", "lvl_start",
+]  # fmt: skip
+
 INF = 1 << 62  # "no timer" (KTIME_MAX / base->clk + NEXT_TIMER_MAX_DELTA)
 
 # the three per-CPU bases of a NO_HZ_COMMON kernel since v6.9 (kernel/time/timer.c)
 BASE_LOCAL, BASE_GLOBAL, BASE_DEF = 0, 1, 2
 BASE_NAMES = ("local", "global", "deferrable")
-
-
-def lvl_depth(hz: int) -> int:
-    """``LVL_DEPTH``: 9 levels when HZ > 100, else 8."""
-    return 9 if hz > 100 else 8
-
-
-def lvl_start(n: int) -> int:
-    """``LVL_START(n)``: the smallest distance (in jiffies) that goes to level ``n``."""
-    return (LVL_SIZE - 1) << ((n - 1) * LVL_CLK_SHIFT)
-
-
-def lvl_gran(n: int) -> int:
-    """``LVL_GRAN(n)``: the granularity of level ``n`` in jiffies."""
-    return 1 << (n * LVL_CLK_SHIFT)
-
-
-def calc_wheel_index(expires: int, clk: int, depth: int) -> tuple[int, int, int]:
-    """``(bucket index, bucket expiry, level)`` of a timer expiring at jiffy ``expires`` on a
-    base whose clock is ``clk`` (calc_wheel_index() in kernel/time/timer.c)."""
-    delta = expires - clk
-    if delta < 0:
-        # already expired: the current bucket, expiring at clk
-        return clk & LVL_MASK, clk, 0
-    lvl = depth - 1
-    for n in range(depth - 1):
-        if delta < lvl_start(n + 1):
-            lvl = n
-            break
-    else:
-        cutoff = lvl_start(depth)  # WHEEL_TIMEOUT_CUTOFF
-        if delta >= cutoff:
-            expires = clk + cutoff - lvl_gran(depth - 1)  # WHEEL_TIMEOUT_MAX
-    shift = lvl * LVL_CLK_SHIFT
-    e = (expires >> shift) + 1  # round up: never early (calc_index)
-    return lvl * LVL_SIZE + (e & LVL_MASK), e << shift, lvl
 
 
 TimerFn = Callable[["CPU", "Timer"], int]
