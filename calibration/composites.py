@@ -45,12 +45,13 @@ def _story(profile: Profile) -> str:
     return f"profile:{Path(profile.source).stem}"
 
 
-def _base_scenario(profile: Profile, name: str) -> dict[str, Any]:
+def base_scenario(profile: Profile, name: str) -> dict[str, Any]:
     kernel: dict[str, Any] = {
         "preempt": profile.preempt,
         "sched": profile.sched,
         "wake_affine": profile.wake_affine,
         "fork_balance": profile.fork_balance,
+        "timer_wheel": profile.timer_wheel,
     }
     if profile.hz is not None:
         kernel["hz"] = profile.hz
@@ -85,7 +86,7 @@ def messaging_rows(
 def _messaging_row(profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, s: Series) -> Row:
     p = s.params
     groups, senders, receivers, loops = (int(p[k]) for k in ("groups", "senders", "receivers", "loops"))
-    data = _base_scenario(profile, f"messaging-{s.label}")
+    data = base_scenario(profile, f"messaging-{s.label}")
     data["workload"] = {
         "kind": "messaging",
         "groups": groups,
@@ -118,17 +119,6 @@ def _messaging_row(profile: Profile, params: Params, catalog: sc.Catalog, seeds:
         note=f"measured IQR {q1:.4g}..{q3:.4g} s over {measured.size} runs; simulated {min(sims):.4g}..{max(sims):.4g} s "
         f"over {seeds} seeds{switches}",
     )
-
-
-def _rcu_section(profile: Profile) -> dict[str, Any]:
-    """``[kernel.rcu]`` from the profile's machine facts: today's Tree RCU, PREEMPT_RCU and
-    RCU_LAZY from the kernel config, offloading only if rcuo kthreads run."""
-    raw = profile.machine.model_dump() if hasattr(profile.machine, "model_dump") else {}
-    opts = ((raw.get("rcu_config") or {}).get("options")) or {}
-    sec: dict[str, Any] = {"era": "v6", "nocb": "all" if raw.get("rcuo_kthread_count") else "none"}
-    sec["preemptible"] = opts.get("CONFIG_PREEMPT_RCU") == "y"
-    sec["lazy"] = opts.get("CONFIG_RCU_LAZY") == "y"
-    return sec
 
 
 def _tool_note(params: Params) -> str:
@@ -191,8 +181,8 @@ def netns_rows(
         return []
     if progress is not None:
         progress("netns_script", 0.0)
-    data = _base_scenario(profile, "netns-script")
-    data["kernel"]["rcu"] = _rcu_section(profile)
+    data = base_scenario(profile, "netns-script")
+    data["kernel"]["rcu"] = profile.rcu_section()
     data["scenario"]["max_time"] = "600 s"
     data["workload"] = {
         "kind": "netns",
@@ -243,7 +233,7 @@ def pi_futex_scenario(profile: Profile, name: str, threads: int, critical_sectio
     """The scenario of the collector's PI-futex loop on ``profile``'s machine: ``threads``
     threads pinned round-robin, the lock model with today's rules, ``duration`` ns from the start
     signal (the validation rows, and calibration.trace.pi_trace's model side)."""
-    data = _base_scenario(profile, name)
+    data = base_scenario(profile, name)
     data["kernel"]["locks"] = {}
     data["workload"] = {
         "kind": "pi_futex",

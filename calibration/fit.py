@@ -105,9 +105,16 @@ MM_QUANTITIES: dict[str, tuple[str, str | None]] = {
 0.5.0), and a ring of 8 processes and of 8 threads on one CPU: optional, they set
 ``Costs.mm_switch`` (:data:`MM_SWITCH`) and ``Costs.asid_miss`` (:data:`ASID_MISS`)."""
 
+GP_QUANTITIES: dict[str, tuple[str, str | None]] = {
+    "gp_idle": ("membarrier_global", None),
+    "gp_busy": ("membarrier_global_busy", None),
+}
+"""MEMBARRIER_CMD_GLOBAL latency (a normal grace period) with the other CPUs idle and busy:
+checks only, never fitted."""
+
 
 def _where(q: str) -> tuple[str, str | None]:
-    for table in (QUANTITIES, COMPONENTS, MM_QUANTITIES):
+    for table in (QUANTITIES, COMPONENTS, MM_QUANTITIES, GP_QUANTITIES):
         if q in table:
             return table[q]
     raise KeyError(q)
@@ -252,6 +259,8 @@ CHECKS: dict[str, str] = {
     "wake_40us": "wake_40us",
     "ring8_threads": "ring8_threads",
     "ring8_processes": "ring8_processes",
+    "gp_idle": "gp_idle",
+    "gp_busy": "gp_busy",
 }
 """Microbenchmarks predicted (not fitted) as consistency checks: sleep lateness (measured minus
 the thread's timer slack, which the model does not have), a cross-CPU wakeup 1, 4 and 40 us
@@ -259,7 +268,15 @@ after the wakee went to sleep (collector 0.12.0's ``wake_by_sleep_age``; the mod
 CPU the same way whatever its idle age, the machine does not: README, calibration), and the
 rings of 8 threads and of 8 processes on one CPU (``context_switch_process``: only their
 difference enters a fit, ``asid_miss``; their level checks the switch cost the two-task
-ping-pong fitted when more than two tasks take turns)."""
+ping-pong fitted when more than two tasks take turns), and the normal grace period of
+``membarrier(GLOBAL)`` with the other CPUs idle and busy (the tick, the FQS timeouts, the timer
+wheel and where its timers run, the profile's RCU parameters)."""
+
+GP_NOTE = (
+    "median; on the development machine the busy distribution has two modes, 7 and 15 ms: the FQS "
+    "timeout runs on the busy CPU (timer migration) unless the idle CPU wakes at that tick for a timer "
+    "of its own, which the model has none of (README, rcu)"
+)
 
 RING_NOTE = (
     "median, ns per hop; the model's switch costs the same whichever task comes next, the machine's does not "
@@ -832,6 +849,8 @@ def calibrate(
         sched=profile.sched,
         wake_affine=profile.wake_affine,
         fork_balance=profile.fork_balance,
+        timer_wheel=profile.timer_wheel,
+        rcu=tuple(profile.rcu_section().items()),
     )
     base = Costs()
 
@@ -1017,7 +1036,7 @@ def calibrate(
     for q, replica in CHECKS.items():
         if q in med:
             measured = med[q]
-        elif q in MM_QUANTITIES and _available(profile, q):  # the rings: collector 0.5.0 and later
+        elif (q in MM_QUANTITIES or q in GP_QUANTITIES) and _available(profile, q):  # optional items
             measured = _samples(profile, q)[1]
         else:
             continue
@@ -1026,6 +1045,8 @@ def calibrate(
             rows.append(OutcomeRow(q, _m(q), measured - slack, sim, "check", f"measured median minus timer slack {slack:.0f} ns"))
         elif q.startswith("ring"):
             rows.append(OutcomeRow(q, _m(q), measured, sim, "check", RING_NOTE))
+        elif q.startswith("gp_"):
+            rows.append(OutcomeRow(q, _m(q), measured, sim, "check", GP_NOTE))
         else:
             rows.append(
                 OutcomeRow(q, _m(q), measured, sim, "check", "median; the model's wakeup of an idle CPU ignores its idle age")

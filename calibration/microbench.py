@@ -10,6 +10,7 @@ comparing with the measured medians. Each replica follows the item of the same n
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -40,6 +41,12 @@ class Target:
     replica's parent is woken by the exiting child, so where it runs depends on the rule)."""
     fork_balance: Literal["idlest", "pack"] = "idlest"
     """Where its forked tasks start (:attr:`calibration.profile.Profile.fork_balance`)."""
+    timer_wheel: Literal["classic", "v4.8", "v6.9"] = "classic"
+    """Its timer wheel (:attr:`calibration.profile.Profile.timer_wheel`): when a jiffy timeout
+    fires and on which CPU (the grace-period replica's FQS waits)."""
+    rcu: tuple[tuple[str, Any], ...] = ()
+    """Its ``[kernel.rcu]`` (:meth:`calibration.profile.Profile.rcu_section`), as pairs; the
+    grace-period replica's RCU, today's Tree RCU when empty."""
 
 
 class _Clock:
@@ -69,6 +76,7 @@ def _machine(costs: Costs, target: Target, seed: int) -> Machine:
         sched=target.sched,
         wake_affine=target.wake_affine,
         fork_balance=target.fork_balance,
+        timer_wheel=target.timer_wheel,
     )
     return Machine(Env(), MachineConfig(cpus=target.cpus), kernel, costs, Streams(seed))
 
@@ -290,6 +298,36 @@ def ring(
     return (t1 - t0) / (laps * members)
 
 
+def gp_latency(costs: Costs, target: Target, *, busy: bool, calls: int = 60, seed: int = 1) -> float:
+    """``membarrier_global`` / ``membarrier_global_busy``: a task pinned to cpu 0 calls
+    synchronize_rcu() (what MEMBARRIER_CMD_GLOBAL waits for) 1 ms apart, the other CPUs idle or
+    each running a user-mode spinner (the ``gp_latency`` workload, :mod:`models.workloads.gp_latency`,
+    under the profile's RCU and timer wheel); the result is the median latency in ns (the
+    histogram's, buckets at most 1.6 % wide). A check: the grace period is made of the tick,
+    the FQS timeouts and where they run, none of which is fitted."""
+    import models
+    from sim import scenario as sc
+
+    data: dict[str, Any] = {
+        "scenario": {"name": "gp-latency-replica", "seed": seed},
+        "machine": {"cpus": target.cpus},
+        "kernel": {
+            "hz": target.hz,
+            "preempt": target.preempt,
+            "sched": target.sched,
+            "wake_affine": target.wake_affine,
+            "fork_balance": target.fork_balance,
+            "timer_wheel": target.timer_wheel,
+            "rcu": dict(target.rcu) or {"era": "v6"},
+        },
+        "costs": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(costs).items()},
+        "workload": {"kind": "gp_latency", "calls": calls, "busy": busy},
+    }
+    catalog = models.catalog()
+    res = sc.run(sc.validate(data, catalog), catalog, seed=seed)
+    return float(res.latency["synchronize_ns"]["p50"])
+
+
 Replica = Callable[[Costs, Target, int], float]
 
 REPLICAS: dict[str, Replica] = {
@@ -306,6 +344,8 @@ REPLICAS: dict[str, Replica] = {
     "wake_40us": lambda c, t, s: wake_by_sleep_age(c, t, delay=40 * US, seed=s),
     "ring8_threads": lambda c, t, s: ring(c, t, processes=False, seed=s),
     "ring8_processes": lambda c, t, s: ring(c, t, processes=True, seed=s),
+    "gp_idle": lambda c, t, s: gp_latency(c, t, busy=False, seed=s),
+    "gp_busy": lambda c, t, s: gp_latency(c, t, busy=True, seed=s),
 }
 """Simulated outcome name -> replica(costs, target, seed) -> ns."""
 

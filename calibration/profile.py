@@ -358,6 +358,40 @@ class Profile(_Open):
         return "prev"
 
     @property
+    def timer_wheel(self) -> Literal["classic", "v4.8", "v6.9"]:
+        """The kernel's timer wheel as rcusim's ``kernel.timer_wheel``: "v6.9" from Linux 6.9 with
+        ``/proc/sys/kernel/timer_migration`` on (the timer-migration hierarchy pulls an idle
+        CPU's non-pinned timers), "v4.8" from 4.8 (calc_index's round-up) or with migration off,
+        else "classic"."""
+        import re
+
+        m = re.match(r"(\d+)\.(\d+)", self.machine.kernel_release or "")
+        version = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+        if version >= (6, 9) and (self.machine.timer_migration or "").strip() != "0":
+            return "v6.9"
+        return "v4.8" if version >= (4, 8) else "classic"
+
+    @property
+    def rcu_wake_from_gp(self) -> bool:
+        """``rcutree.rcu_normal_wake_from_gp`` as the kernel reported it (on by default since
+        a7f6af1322ad on machines with at most 16 possible CPUs): synchronize_rcu() then starts
+        a GP at once and is woken by the GP kthread, not by a callback."""
+        params = self.machine.rcutree_parameters or {}
+        return (params.get("rcu_normal_wake_from_gp") or "").strip() in ("1", "Y", "y")
+
+    def rcu_section(self) -> dict[str, Any]:
+        """``[kernel.rcu]`` from the machine facts: today's Tree RCU, PREEMPT_RCU and RCU_LAZY
+        from the kernel config, offloading only if rcuo kthreads run, and
+        ``rcu_normal_wake_from_gp`` from the rcutree parameters."""
+        raw = self.machine.model_dump() if hasattr(self.machine, "model_dump") else {}
+        opts = ((raw.get("rcu_config") or {}).get("options")) or {}
+        sec: dict[str, Any] = {"era": "v6", "nocb": "all" if raw.get("rcuo_kthread_count") else "none"}
+        sec["preemptible"] = opts.get("CONFIG_PREEMPT_RCU") == "y"
+        sec["lazy"] = opts.get("CONFIG_RCU_LAZY") == "y"
+        sec["wake_from_gp"] = self.rcu_wake_from_gp
+        return sec
+
+    @property
     def fork_balance(self) -> Literal["idlest", "pack"]:
         """Where a forked task starts, as rcusim's ``kernel.fork_balance``: ``pack`` when the
         profile's ``wake_placement`` item (series ``fork``) saw most children start on their

@@ -291,7 +291,7 @@ def test_pi_futex_two_threads_spin_and_three_threads_convoy():
     cat = models.catalog()
     out = {}
     for n in (2, 3):
-        data = C._base_scenario(prof, f"pi-{n}")
+        data = C.base_scenario(prof, f"pi-{n}")
         data["kernel"]["locks"] = {}
         data["workload"] = {"kind": "pi_futex", "threads": n, "critical_section": 47, "duration": "20 ms"}
         r = sc.run(sc.validate(C.apply_params(data, params), cat), cat, seed=1).metrics

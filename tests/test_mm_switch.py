@@ -43,7 +43,7 @@ def test_pi_futex_threads_share_one_mm():
     from sim import scenario as sc
 
     cat = models.catalog()
-    data = C._base_scenario(load_profile(DEFAULT_PROFILE), "pi-mm")
+    data = C.base_scenario(load_profile(DEFAULT_PROFILE), "pi-mm")
     data["kernel"]["locks"] = {}
     data["workload"] = {"kind": "pi_futex", "threads": 3, "critical_section": 47, "duration": "1 ms"}
     m, _ = sc.build(sc.validate(data, cat), cat, seed=1)

@@ -1,0 +1,88 @@
+"""The normal grace period of today's kernel as `membarrier(GLOBAL)` sees it: the calibration's
+replica, what each mechanism adds (the wheel's round-up, the timer-migration pull), the checks
+`rcusim calibrate` reports, and the kernel facts a profile supplies for them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from calibration.fit import calibrate, make_costs
+from calibration.microbench import Target, gp_latency
+from calibration.params import load_params
+from calibration.profile import load_profile, validate_profile
+
+PROFILE = "calibration/profiles/default.json"
+JIFFY = 4_000_000  # HZ 250
+
+
+@pytest.fixture(scope="module")
+def costs():  # type: ignore[no-untyped-def]
+    return make_costs(load_params("calibration/profiles/default-params.toml").costs)
+
+
+def _target(wheel: str, wake_from_gp: bool = True) -> Target:
+    rcu = (("era", "v6"), ("preemptible", True), ("lazy", True), ("wake_from_gp", wake_from_gp))
+    return Target(cpus=2, hz=250, preempt="none", sched="eevdf", wake_affine="pack", timer_wheel=wheel, rcu=rcu)  # type: ignore[arg-type]
+
+
+def test_the_pull_adds_two_jiffies_when_the_other_cpu_is_busy(costs) -> None:  # type: ignore[no-untyped-def]
+    idle = gp_latency(costs, _target("v6.9"), busy=False, calls=20)
+    busy = gp_latency(costs, _target("v6.9"), busy=True, calls=20)
+    assert busy - idle == pytest.approx(2 * JIFFY, rel=0.05)
+    # without the pull the idle CPU wakes for its FQS timeout and reports from its tick
+    no_pull = gp_latency(costs, _target("v4.8"), busy=True, calls=20)
+    assert no_pull == pytest.approx(idle, rel=0.05)
+
+
+def test_the_round_up_adds_a_jiffy_to_the_first_fqs_wait(costs) -> None:  # type: ignore[no-untyped-def]
+    rounded = gp_latency(costs, _target("v4.8"), busy=False, calls=20)
+    classic = gp_latency(costs, _target("classic"), busy=False, calls=20)
+    assert rounded - classic == pytest.approx(JIFFY, rel=0.05)
+
+
+def test_calibrate_reports_the_grace_period_checks() -> None:
+    profile = load_profile(PROFILE)
+    cal = calibrate(profile, seeds=1, bootstrap=0)
+    rows = {o.name: o for o in cal.outcomes if o.name.startswith("gp_")}
+    assert set(rows) == {"gp_idle", "gp_busy"}
+    for name, item in (("gp_idle", "membarrier_global"), ("gp_busy", "membarrier_global_busy")):
+        row = rows[name]
+        assert row.role == "check" and row.item == item
+        assert row.measured == profile.item(item).stats.median
+        assert row.simulated > 0
+    # the checks are reported, never fitted: the same estimates without the items
+    raw = json.loads(open(PROFILE).read())
+    for item in ("membarrier_global", "membarrier_global_busy"):
+        raw["items"].pop(item)
+    old = calibrate(validate_profile(raw, "no-gp"), seeds=1, bootstrap=0)
+    assert not [o for o in old.outcomes if o.name.startswith("gp_")]
+    assert {k: v.value for k, v in old.estimates.items()} == {k: v.value for k, v in cal.estimates.items()}
+
+
+@pytest.mark.parametrize(
+    "release,migration,wheel",
+    [
+        ("6.18.4", "1", "v6.9"),
+        ("6.18.4", "0", "v4.8"),
+        ("6.9.0", None, "v6.9"),
+        ("5.10.0", "1", "v4.8"),
+        ("3.9.6", "1", "classic"),
+    ],
+)
+def test_a_profile_names_its_timer_wheel(release: str, migration: str | None, wheel: str) -> None:
+    raw = json.loads(open(PROFILE).read())
+    raw["machine"]["kernel_release"] = release
+    raw["machine"]["timer_migration"] = migration
+    assert validate_profile(raw, "k").timer_wheel == wheel
+
+
+def test_a_profile_passes_on_rcu_normal_wake_from_gp() -> None:
+    profile = load_profile(PROFILE)
+    assert profile.rcu_wake_from_gp is True and profile.rcu_section()["wake_from_gp"] is True
+    raw = json.loads(open(PROFILE).read())
+    raw["machine"]["rcutree_parameters"]["rcu_normal_wake_from_gp"] = "0"
+    assert validate_profile(raw, "off").rcu_section()["wake_from_gp"] is False
+    raw["machine"]["rcutree_parameters"] = None  # an older kernel without the parameter
+    assert validate_profile(raw, "none").rcu_wake_from_gp is False
