@@ -330,15 +330,18 @@ class Profile(_Open):
         return "voluntary"
 
     @property
-    def sched(self) -> Literal["cfs", "eevdf"]:
-        """The fair-class scheduler as rcusim's ``kernel.sched``: EEVDF from Linux 6.6 on
-        (it replaced CFS's wakeup preemption and slices there), else CFS."""
+    def kernel_version(self) -> tuple[int, int]:
+        """(major, minor) of the kernel release, (0, 0) when it cannot be read."""
         import re
 
         m = re.match(r"(\d+)\.(\d+)", self.machine.kernel_release or "")
-        if m and (int(m.group(1)), int(m.group(2))) >= (6, 6):
-            return "eevdf"
-        return "cfs"
+        return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+    @property
+    def sched(self) -> Literal["cfs", "eevdf"]:
+        """The fair-class scheduler as rcusim's ``kernel.sched``: EEVDF from Linux 6.6 on
+        (it replaced CFS's wakeup preemption and slices there), else CFS."""
+        return "eevdf" if self.kernel_version >= (6, 6) else "cfs"
 
     @property
     def wake_affine(self) -> Literal["prev", "weight", "pack"]:
@@ -347,15 +350,10 @@ class Profile(_Open):
         waker's CPU while the other CPUs idled (:data:`PACK_SHARE`; mainline never does that,
         see ``sim.machine.Machine._select_cpu_weight``); else ``weight`` (wake_affine_weight
         with the WF_SYNC discount, Linux 4.14 on) for such kernels, else ``prev``."""
-        import re
-
         share = self.on_waker_cpu_share
         if share is not None and share >= PACK_SHARE:
             return "pack"
-        m = re.match(r"(\d+)\.(\d+)", self.machine.kernel_release or "")
-        if m and (int(m.group(1)), int(m.group(2))) >= (4, 14):
-            return "weight"
-        return "prev"
+        return "weight" if self.kernel_version >= (4, 14) else "prev"
 
     @property
     def timer_wheel(self) -> Literal["classic", "v4.8", "v6.9"]:
@@ -363,10 +361,7 @@ class Profile(_Open):
         ``/proc/sys/kernel/timer_migration`` on (the timer-migration hierarchy pulls an idle
         CPU's non-pinned timers), "v4.8" from 4.8 (calc_index's round-up) or with migration off,
         else "classic"."""
-        import re
-
-        m = re.match(r"(\d+)\.(\d+)", self.machine.kernel_release or "")
-        version = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+        version = self.kernel_version
         if version >= (6, 9) and (self.machine.timer_migration or "").strip() != "0":
             return "v6.9"
         return "v4.8" if version >= (4, 8) else "classic"
