@@ -842,16 +842,7 @@ def calibrate(
     hz = profile.hz
     if hz is None:
         warnings.append("HZ unknown: the replicas use 1000")
-    target = Target(
-        cpus=max(2, profile.cpus) if cross else 1,
-        hz=hz or 1000,
-        preempt=profile.preempt,
-        sched=profile.sched,
-        wake_affine=profile.wake_affine,
-        fork_balance=profile.fork_balance,
-        timer_wheel=profile.timer_wheel,
-        rcu=tuple(profile.rcu_section().items()),
-    )
+    target = Target.of(profile)
     base = Costs()
 
     step("reading samples", 0.0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sim.channel import Channel
 from sim.machine import CPU, Env, Machine
@@ -22,6 +22,9 @@ from sim.params import Costs, KernelConfig, MachineConfig
 from sim.rng import Streams
 from sim.task import Task
 from sim.units import MS, US
+
+if TYPE_CHECKING:
+    from .profile import Profile
 
 Preempt = Literal["none", "voluntary", "full"]
 
@@ -47,6 +50,21 @@ class Target:
     rcu: tuple[tuple[str, Any], ...] = ()
     """Its ``[kernel.rcu]`` (:meth:`calibration.profile.Profile.rcu_section`), as pairs; the
     grace-period replica's RCU, today's Tree RCU when empty."""
+
+    @classmethod
+    def of(cls, profile: Profile) -> Target:
+        """The measured machine of ``profile``: its kernel facts as the profile reads them; two
+        CPUs or more when it measured across CPUs, else one; HZ 1000 when unknown."""
+        return cls(
+            cpus=max(2, profile.cpus) if profile.cpus >= 2 else 1,
+            hz=profile.hz or 1000,
+            preempt=profile.preempt,
+            sched=profile.sched,
+            wake_affine=profile.wake_affine,
+            fork_balance=profile.fork_balance,
+            timer_wheel=profile.timer_wheel,
+            rcu=tuple(profile.rcu_section().items()),
+        )
 
 
 class _Clock:

@@ -1272,7 +1272,9 @@ class CPU:
                 # a CPU that wakes for a pinned timer expires its global ones itself
                 other = self._active_migrator() if due is None else None
                 if other is not None:
-                    # tmigr_handle_remote(): the active CPU expires them in its timer softirq
+                    # tmigr_handle_remote(): the active CPU expires them in its timer softirq, at
+                    # its own tick of this jiffy; the remote expiry adds no cost of its own here
+                    # (the timers model prices the hierarchy walk, kernel.timers.tmigr_level)
                     pulled = gdue
 
                     def remote(c: CPU) -> int:

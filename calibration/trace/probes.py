@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,7 @@ def cpus() -> list[int]:
 def ring_table(members: list[int], hops: int, repeats: int, model: str | None) -> list[list[str]]:
     """Rows: members, then per mode and policy the median ns per hop (involuntary switches per
     hop), then the model's threads / processes if a profile is given."""
+    model_ring = model_rings(model) if model else None
     cpu = cpus()[-1]
     rows = []
     with tempfile.TemporaryDirectory() as d:
@@ -84,30 +86,23 @@ def ring_table(members: list[int], hops: int, repeats: int, model: str | None) -
                     ns = float(np.median([float(r["ns_per_hop"]) for r in runs]))
                     inv = float(np.median([float(r["involuntary_per_hop"]) for r in runs]))
                     row.append(f"{ns:,.0f} ({inv:.2f})")
-            if model:
-                row.append(" / ".join(f"{v:,.0f}" for v in model_ring(model, n)))
+            if model_ring is not None:
+                row.append(" / ".join(f"{v:,.0f}" for v in model_ring(n)))
             rows.append(row)
     return rows
 
 
-def model_ring(profile_path: str, members: int) -> tuple[float, float]:
-    """The calibration's ring replica on ``profile_path`` with its params: threads, processes."""
+def model_rings(profile_path: str) -> Callable[[int], tuple[float, float]]:
+    """The calibration's ring replica on ``profile_path`` with its params (read once): members
+    -> ns per hop of threads, of processes."""
     from calibration.fit import make_costs
     from calibration.microbench import Target, ring
     from calibration.params import load_params, sibling_params
     from calibration.profile import load_profile
 
-    profile = load_profile(profile_path)
     costs = make_costs(load_params(sibling_params(profile_path)).costs)
-    target = Target(
-        cpus=max(2, profile.cpus),
-        hz=profile.hz or 1000,
-        preempt=profile.preempt,
-        sched=profile.sched,
-        wake_affine=profile.wake_affine,
-        fork_balance=profile.fork_balance,
-    )
-    return ring(costs, target, members=members, processes=False), ring(costs, target, members=members, processes=True)
+    target = Target.of(load_profile(profile_path))
+    return lambda n: (ring(costs, target, members=n, processes=False), ring(costs, target, members=n, processes=True))
 
 
 def pi_unlock_table(rounds: int, repeats: int) -> list[list[str]]:
