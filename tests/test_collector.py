@@ -162,6 +162,16 @@ def test_quick_run_parses_and_has_every_item(collector, tmp_path):
     assert profile["items"]["context_switch"]["status"] == "ok"
     for name in ("gp_rcu_expedited", "gp_cpu_offline"):
         assert profile["items"][name]["status"] == "skipped"
+    idle = profile["items"]["idle_wakeups"]
+    if len(os.sched_getaffinity(0)) >= 2 and "LOC:" in Path("/proc/interrupts").read_text():
+        # ns between an idle CPU's own timer wakeups: at most the window (no wakeup in it)
+        assert idle["status"] == "ok"
+        window = idle["params"]["window_ns"]
+        assert all(0 < v <= 1.01 * window for v in idle["samples"])
+        labels = [x["label"] for x in idle["series"]]
+        assert labels[-1] == "all_idle" and len(labels) == 1 + idle["params"]["measured_cpus"]
+    else:
+        assert idle["status"] == "skipped" and idle["reason"]
     assert profile["settings_changed"] == []
     assert not list(tmp_path.glob("p.json.tmp.*"))
     # the lock items count their threads' context switches: a sleeping waiter switches out

@@ -21,7 +21,7 @@
 #include <sys/types.h>
 
 #define COLLECTOR_NAME "rcusim-collector"
-#define COLLECTOR_VERSION "0.12.0"
+#define COLLECTOR_VERSION "0.13.0"
 #define PROFILE_SCHEMA_VERSION 1
 #define PROFILE_KIND "rcusim-profile"
 
@@ -200,6 +200,7 @@ void item_gp_rcu_expedited(item_ctx *);
 void item_gp_cpu_offline(item_ctx *);
 void item_pipe_costs(item_ctx *);
 void item_irq_cost(item_ctx *);
+void item_idle_wakeups(item_ctx *);
 void item_wake_by_sleep_age(item_ctx *);
 void item_tool_exec(item_ctx *);
 void item_pi_futex_uncontended(item_ctx *);

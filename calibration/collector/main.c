@@ -34,6 +34,7 @@ static const struct item_def items[] = {
 	{"gp_cpu_offline", "grace-period latency with cpu1 offline (--modify-system)", item_gp_cpu_offline},
 	{"pipe_costs", "single pipe write()/read() calls, and a write() that wakes a remote reader", item_pipe_costs},
 	{"irq_cost", "interruption gaps of a user-mode spinner: tick, IPI, hrtimer", item_irq_cost},
+	{"idle_wakeups", "how often an idle CPU wakes for timers of its own while the others spin, ns between wakeups", item_idle_wakeups},
 	{"wake_by_sleep_age", "cross-CPU futex wakeup latency by the time since the wakee called FUTEX_WAIT", item_wake_by_sleep_age},
 	{"tool_exec", "fork + exec + waitpid of ip -V and sysctl -n against /bin/true, ns", item_tool_exec},
 	{"pi_futex_uncontended", "FUTEX_LOCK_PI + FUTEX_UNLOCK_PI syscalls on an unowned word; trylock of an owned one", item_pi_futex_uncontended},

@@ -1,0 +1,166 @@
+/*
+ * idle_wakeups: how often an idle CPU wakes up for timers of its own.
+ *
+ * A CPU's local timer interrupts (the "LOC" row of /proc/interrupts, x86) are
+ * counted over windows in which the collector runs nothing on that CPU while a
+ * user-mode spinner keeps every other allowed CPU busy.  With NO_HZ an idle
+ * CPU's tick is stopped, so each of these interrupts is a wakeup for a timer
+ * event of the rest of the system: its pinned timers and hrtimers (with timer
+ * migration, kernel/time/timer_migration.c, its other timers expire on a busy
+ * CPU).  Such a wakeup runs the tick, and a tick from idle is where an idle
+ * CPU reports an RCU quiescent state by itself: it is what makes some grace
+ * periods on a busy machine short (rcusim: Costs.idle_timers_per_s).
+ *
+ * A sample is one window's length divided by its interrupt count, in ns: the
+ * mean time between wakeups (the window's length when there was none).  Series
+ * "cpuN" hold each measured CPU's windows; series "all_idle" counts the CPUs
+ * other than the collector's own with no spinner at all.
+ */
+#include "collector.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_MEASURED_CPUS 4 /* bounds the run time on large machines */
+
+/* The LOC count of every CPU column of /proc/interrupts into counts[cpu id] (ids < max).
+ * Returns the number of columns read, or -1 when the file or the row is missing. */
+static int read_loc(long long *counts, int max)
+{
+	char *text = read_file("/proc/interrupts", NULL);
+	if (!text)
+		return -1;
+	int ids[1024];
+	int ncols = 0;
+	char *save = NULL;
+	char *line = strtok_r(text, "\n", &save);
+	if (line) {
+		for (char *p = line; (p = strstr(p, "CPU")) != NULL && ncols < (int)ARRAY_LEN(ids); p += 3)
+			ids[ncols++] = atoi(p + 3);
+	}
+	int found = -1;
+	while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+		char *p = line;
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, "LOC:", 4) != 0)
+			continue;
+		p += 4;
+		found = 0;
+		for (int k = 0; k < ncols; k++) {
+			char *end;
+			long long v = strtoll(p, &end, 10);
+			if (end == p)
+				break;
+			if (ids[k] >= 0 && ids[k] < max)
+				counts[ids[k]] = v;
+			found++;
+			p = end;
+		}
+		break;
+	}
+	free(text);
+	return found;
+}
+
+/* One window of `window` ns: for each of the n CPUs, the mean gap between its local timer
+ * interrupts, in ns, into gaps[]. 0, or -1 when /proc/interrupts could not be read. */
+static int count_window(const int *cpus, int n, int64_t window, double *gaps)
+{
+	static long long before[4096], after[4096];
+	if (read_loc(before, ARRAY_LEN(before)) <= 0)
+		return -1;
+	int64_t t0 = now_ns();
+	sleep_ns(window);
+	int64_t t1 = now_ns();
+	if (read_loc(after, ARRAY_LEN(after)) <= 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		long long c = cpus[i] < (int)ARRAY_LEN(before) ? after[cpus[i]] - before[cpus[i]] : 0;
+		gaps[i] = c > 0 ? (double)(t1 - t0) / (double)c : (double)(t1 - t0);
+	}
+	return 0;
+}
+
+struct pinned {
+	cpu_set_t saved;
+	int ok;
+};
+
+void item_idle_wakeups(item_ctx *ctx)
+{
+	const struct options *o = ctx->opt;
+	ctx->unit = "ns";
+	long windows = plan(ctx, 3, 10);
+	int64_t window = plan(ctx, 200, 500) * NS_PER_MS;
+	int measured = o->ncpus < MAX_MEASURED_CPUS ? o->ncpus : MAX_MEASURED_CPUS;
+	item_method(ctx, "Counts a CPU's local timer interrupts (the LOC row of /proc/interrupts) over %ld windows of "
+			 "%lld ms while it runs nothing of the collector's and a user-mode spinner is pinned to every "
+			 "other allowed CPU (the collector's thread sleeps on one of those): with NO_HZ each is a wakeup "
+			 "of the idle CPU for a timer of its own (pinned timers and hrtimers; timer migration moves the "
+			 "others to a busy CPU). A sample is the window's length divided by its count: the mean time "
+			 "between wakeups, ns (the window's length if there was none). The first %d allowed CPUs in "
+			 "turn, series cpuN; series all_idle: the other CPUs' counts with no spinner, the collector's "
+			 "thread sleeping on the first allowed CPU.",
+		    windows, (long long)(window / NS_PER_MS), MAX_MEASURED_CPUS);
+	jv_set(ctx->params, "windows", jv_int(windows));
+	jv_set(ctx->params, "window_ns", jv_int(window));
+	jv_set(ctx->params, "measured_cpus", jv_int(measured));
+	if (o->ncpus < 2) {
+		item_skip(ctx, "only one CPU is online or allowed: there is no other CPU to keep busy");
+		return;
+	}
+	long long probe[4096];
+	if (read_loc(probe, ARRAY_LEN(probe)) <= 0) {
+		item_skip(ctx, "/proc/interrupts has no LOC row (local timer interrupts are counted there on x86 only)");
+		return;
+	}
+	struct pinned pm;
+	pm.ok = get_self_affinity(&pm.saved) == 0;
+	int failed = 0;
+	for (int k = 0; k < measured && !failed; k++) {
+		int cpu = o->cpus[k];
+		int others[1024];
+		int n = 0;
+		for (int i = 0; i < o->ncpus && n < (int)ARRAY_LEN(others); i++)
+			if (o->cpus[i] != cpu)
+				others[n++] = o->cpus[i];
+		pin_self_to_cpu(others[0]);
+		struct spinners *sp = spinners_start(others, n);
+		sampleset s;
+		ss_init(&s);
+		for (long w = 0; w < windows; w++) {
+			double gap;
+			if (count_window(&cpu, 1, window, &gap) < 0) {
+				failed = 1;
+				break;
+			}
+			ss_add(&s, gap);
+			ss_add(&ctx->samples, gap);
+		}
+		spinners_stop(sp);
+		char label[32];
+		snprintf(label, sizeof(label), "cpu%d", cpu);
+		jv *ent = item_series_add(ctx, label, &s, "ns");
+		jv_set(jv_get(ent, "params"), "cpu", jv_int(cpu));
+		ss_free(&s);
+	}
+	if (!failed) {
+		pin_self_to_cpu(o->cpus[0]);
+		sampleset all;
+		ss_init(&all);
+		for (long w = 0; w < windows && !failed; w++) {
+			double gaps[MAX_MEASURED_CPUS];
+			failed = count_window(o->cpus + 1, measured - 1, window, gaps) < 0;
+			for (int k = 0; !failed && k < measured - 1; k++)
+				ss_add(&all, gaps[k]);
+		}
+		item_series_add(ctx, "all_idle", &all, "ns");
+		ss_free(&all);
+	}
+	if (pm.ok)
+		pin_self_to_set(&pm.saved);
+	if (failed)
+		item_fail(ctx, "/proc/interrupts could not be read again: %s", strerror(errno));
+}
