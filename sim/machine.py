@@ -348,6 +348,11 @@ def run_cpuwork(cpu: CPU, t: Task, op: CpuWork) -> int:
     return op.ns
 
 
+def _no_work(cpu: CPU) -> None:
+    """A timer callback whose work the model does not price (Machine._own_timer)."""
+    return None
+
+
 def _no_handler(t: Task, op_type: type) -> ScenarioError:
     return ScenarioError(
         f"task {t.name!r} used op {op_type.__name__}, which no installed mechanism handles; "
@@ -1514,6 +1519,12 @@ class Machine:
             self._gap_mean = 1e9 / costs.other_gaps_per_s
             for c in self.cpus:
                 self.call_at(self._next_gap(), self._other_gap, c)
+        # Costs.idle_timers_per_s: an idle CPU's own timers, Poisson per CPU, from their own stream
+        if costs.idle_timers_per_s:
+            self._own_timer_gen = streams.get("idle_timers")
+            self._own_timer_mean = 1e9 / costs.idle_timers_per_s
+            for c in self.cpus:
+                self.call_at(self._next_own_timer(), self._own_timer, c)
         if self.lb_2624 and kernel.nohz_idle:
             # every CPU starts idle with its tick stopped (the machine has just booted): all in
             # nohz.cpu_mask, so nobody is the idle load balancer until a CPU gets busy
@@ -1615,6 +1626,17 @@ class Machine:
         if cpu.state != IDLE and gap > 0:
             cpu.raise_irq(gap, None)
         self.call_at(self._next_gap(), self._other_gap, cpu)
+
+    def _next_own_timer(self) -> int:
+        return max(1, int(self._own_timer_gen.exponential(self._own_timer_mean)))
+
+    def _own_timer(self, cpu: CPU) -> None:
+        """One of :attr:`Costs.idle_timers_per_s` comes due on ``cpu``: a pinned timer for the next
+        jiffy, so an idle CPU with its tick stopped wakes for that tick (NO_HZ programs the next
+        timer event) and a busy one runs it in the tick it has anyway. Its callback costs nothing
+        here: the wakeup and the tick are what the model prices."""
+        cpu.add_jiffy_timer(self.env.now // self.tick_ns + 1, _no_work, pinned=True)
+        self.call_at(self._next_own_timer(), self._own_timer, cpu)
 
     def tick_busy_cost(self, cpu: int, jiffy: int) -> int:
         """The tick handler's duration on CPU ``cpu`` in ``jiffy`` from :attr:`Costs.tick_busy`:

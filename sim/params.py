@@ -278,6 +278,17 @@ class Costs:
         max=1_000_000,
         source="collector: irq_cost.other_gaps params.per_s (rcusim calibrate --other-gaps); 0 (none) by default",
     )
+    idle_timers_per_s: int = knob(
+        0,
+        doc="wakeups of an idle CPU for timers of its own (per CPU and second, Poisson arrivals): the pinned "
+        "timers and hrtimers of everything the model leaves out (per-CPU housekeeping, networking, other "
+        "daemons). Each fires at the next tick edge, so an idle CPU runs a tick for it (and notes what the tick "
+        "notes, e.g. an RCU quiescent state) and goes back to idle; a busy CPU's tick runs it at no extra cost",
+        min=0,
+        max=100_000,
+        source="collector: idle_wakeups (local timer interrupts of an idle CPU while every other CPU spins; "
+        "rcusim calibrate copies the median); 0 (none) by default",
+    )
     timer_irq: int = knob(
         13_260,
         doc="an hrtimer interrupt that wakes a sleeper",

@@ -212,6 +212,40 @@ def test_other_gaps_need_durations():
     assert e.value.field == "costs.other_gaps"
 
 
+# ------------------------------------------------------------------ an idle CPU's own timers (Costs.idle_timers_per_s)
+
+
+def _own_timers_machine(rate: int, busy_cpu1: bool = False, seed: int = 1, hz: int = 250) -> Machine:
+    c = dataclasses.replace(ZERO_COSTS, idle_timers_per_s=rate)
+    m = Machine(Env(), MachineConfig(cpus=2), KernelConfig(hz=hz), c, Streams(seed))
+    if busy_cpu1:
+
+        def hog(task):
+            yield cpu(2000 * MS)
+
+        m.spawn(hog, "hog", affinity=[1])
+    m.env.run(until=m.env.timeout(2000 * MS))
+    return m
+
+
+def test_an_idle_cpu_wakes_for_its_own_timers_about_as_often_as_measured():
+    m = _own_timers_machine(30)
+    for c in m.cpus:
+        # NO_HZ idle: each timer is a tick from idle, nothing else wakes the CPU; about 60 in 2 s
+        # (Poisson: 40-80 here), a few fewer when two fall into one jiffy
+        assert 40 <= c.idle_exits <= 80 and c.ticks == c.idle_exits
+    assert m.cpus[0].ticks != m.cpus[1].ticks  # each CPU draws its own
+    assert [c.ticks for c in _own_timers_machine(30).cpus] == [c.ticks for c in m.cpus]
+    assert all(c.ticks == c.idle_exits == 0 for c in _own_timers_machine(0).cpus)
+
+
+def test_a_busy_cpu_runs_its_own_timers_in_the_tick_it_has_anyway():
+    with_timers, without = _own_timers_machine(30, busy_cpu1=True), _own_timers_machine(0, busy_cpu1=True)
+    assert with_timers.cpus[1].ticks == without.cpus[1].ticks >= 499  # HZ 250, 2 s: every jiffy
+    assert with_timers.cpus[1].idle_exits == without.cpus[1].idle_exits
+    assert 40 <= with_timers.cpus[0].ticks <= 80
+
+
 GAPS_PROFILE = "calibration/profiles/history/dev-2026-11-22T1514.json"  # collector 0.11.0: has other_gaps
 
 
