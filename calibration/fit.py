@@ -108,13 +108,21 @@ MM_QUANTITIES: dict[str, tuple[str, str | None]] = {
 GP_QUANTITIES: dict[str, tuple[str, str | None]] = {
     "gp_idle": ("membarrier_global", None),
     "gp_busy": ("membarrier_global_busy", None),
+    "gp_idle_mean": ("membarrier_global", None),
+    "gp_busy_mean": ("membarrier_global_busy", None),
 }
 """MEMBARRIER_CMD_GLOBAL latency (a normal grace period) with the other CPUs idle and busy:
-checks only, never fitted."""
+checks only, never fitted. The ``_mean`` rows compare means: with two modes (7 and 15 ms
+on the development machine) the mean says how often a call took the fast one, which the
+median does not."""
+
+IDLE_QUANTITIES: dict[str, tuple[str, str | None]] = {"idle_gap": ("idle_wakeups", None)}
+"""The mean time between an idle CPU's own timer wakeups while the other CPUs spin (collector
+0.13.0): optional, it sets ``Costs.idle_timers_per_s`` (:data:`IDLE_TIMERS`)."""
 
 
 def _where(q: str) -> tuple[str, str | None]:
-    for table in (QUANTITIES, COMPONENTS, MM_QUANTITIES, GP_QUANTITIES):
+    for table in (QUANTITIES, COMPONENTS, MM_QUANTITIES, GP_QUANTITIES, IDLE_QUANTITIES):
         if q in table:
             return table[q]
     raise KeyError(q)
@@ -261,6 +269,8 @@ CHECKS: dict[str, str] = {
     "ring8_processes": "ring8_processes",
     "gp_idle": "gp_idle",
     "gp_busy": "gp_busy",
+    "gp_idle_mean": "gp_idle_mean",
+    "gp_busy_mean": "gp_busy_mean",
 }
 """Microbenchmarks predicted (not fitted) as consistency checks: sleep lateness (measured minus
 the thread's timer slack, which the model does not have), a cross-CPU wakeup 1, 4 and 40 us
@@ -270,12 +280,18 @@ rings of 8 threads and of 8 processes on one CPU (``context_switch_process``: on
 difference enters a fit, ``asid_miss``; their level checks the switch cost the two-task
 ping-pong fitted when more than two tasks take turns), and the normal grace period of
 ``membarrier(GLOBAL)`` with the other CPUs idle and busy (the tick, the FQS timeouts, the timer
-wheel and where its timers run, the profile's RCU parameters)."""
+wheel and where its timers run, the profile's RCU parameters, the idle CPUs' own timers), as a
+median and as a mean."""
 
 GP_NOTE = (
     "median; on the development machine the busy distribution has two modes, 7 and 15 ms: the FQS "
     "timeout runs on the busy CPU (timer migration) unless the idle CPU wakes at that tick for a timer "
-    "of its own, which the model has none of (README, rcu)"
+    "of its own (README, rcu)"
+)
+
+GP_MEAN_NOTE = (
+    "mean: how often a call takes the fast mode, i.e. the idle CPU woke for a timer of its own in the grace "
+    "period and reported from its tick (the model's are idle_timers_per_s, 0 without the idle_wakeups item)"
 )
 
 RING_NOTE = (
@@ -306,6 +322,9 @@ class OptionalDirect:
     formula: str
     fn: Callable[[Mapping[str, float]], float]
     missing: str
+    since: str = "0.5.0"
+    """The collector version that first measured ``missing``."""
+    unit: str = "ns"
 
 
 MM_SWITCH = OptionalDirect(
@@ -334,6 +353,21 @@ ASID_MISS = OptionalDirect(
 )
 """``asid_miss`` is direct too: what a switch costs beyond ``mm_switch`` when the mm has lost its
 PCID; a profile of collector 0.5.0 before the ring series keeps 0, with a warning."""
+
+IDLE_TIMERS = OptionalDirect(
+    "idle_timers_per_s",
+    ("idle_gap",),
+    "1e9 / idle_wakeups median: the local timer interrupts of an idle CPU while every other CPU spins, per "
+    "second (with NO_HZ each is a wakeup for a pinned timer or an hrtimer of the rest of the system; timer "
+    "migration runs its other timers on a busy CPU, kernel/time/timer_migration.c)",
+    lambda m: 1e9 / m["idle_gap"] if m["idle_gap"] > 0 else 0.0,
+    "idle_wakeups",
+    since="0.13.0",
+    unit="/s",
+)
+"""``idle_timers_per_s`` is direct: the model has none of the system's other timers, and an
+idle CPU woken by one in a grace period reports its quiescent state from that tick (the fast
+mode of ``membarrier_global_busy``); a profile without the item keeps 0, with a warning."""
 
 
 NETNS_TOOL_RUNS = {"ip": 6, "sysctl": 1}
@@ -863,10 +897,12 @@ def calibrate(
     jitter = _jitter(samples, med["clock_read"])
     mm = optional_direct(profile, MM_SWITCH, bootstrap, rng_seed, warnings)
     asid = optional_direct(profile, ASID_MISS, bootstrap, rng_seed, warnings)
+    idle_timers = optional_direct(profile, IDLE_TIMERS, bootstrap, rng_seed, warnings)
     fixed = {
         "jitter_cv": jitter,
         "mm_switch": mm.value,
         "asid_miss": asid.value,
+        "idle_timers_per_s": idle_timers.value,
         **{p: float(getattr(base, p)) for p in NOT_MEASURED},
     }
 
@@ -1010,6 +1046,7 @@ def calibrate(
         estimates[p] = Estimate(p, float(getattr(base, p)), None, None, "default", f"not measured: {why}", ())
     estimates[mm.param] = mm
     estimates[asid.param] = asid
+    estimates[idle_timers.param] = idle_timers
 
     rows: list[OutcomeRow] = []
     for o in outcomes:
@@ -1029,6 +1066,9 @@ def calibrate(
             measured = med[q]
         elif (q in MM_QUANTITIES or q in GP_QUANTITIES) and _available(profile, q):  # optional items
             measured = _samples(profile, q)[1]
+            if q.endswith("_mean"):
+                mean = profile.item(_where(q)[0]).stats.mean
+                measured = float(mean) if mean is not None else measured
         else:
             continue
         sim = mean_over_seeds(replica, costs, target, seeds)
@@ -1037,7 +1077,7 @@ def calibrate(
         elif q.startswith("ring"):
             rows.append(OutcomeRow(q, _m(q), measured, sim, "check", RING_NOTE))
         elif q.startswith("gp_"):
-            rows.append(OutcomeRow(q, _m(q), measured, sim, "check", GP_NOTE))
+            rows.append(OutcomeRow(q, _m(q), measured, sim, "check", GP_MEAN_NOTE if q.endswith("_mean") else GP_NOTE))
         else:
             rows.append(
                 OutcomeRow(q, _m(q), measured, sim, "check", "median; the model's wakeup of an idle CPU ignores its idle age")
@@ -1069,10 +1109,10 @@ def optional_direct(
     there); the field's default, with a warning, when the item is missing or not ok."""
     default = float(getattr(Costs(), od.param))
     if not all(_available(profile, q) for q in od.inputs):
-        why = f"the profile has no usable {od.missing} item or series (collector < 0.5.0)"
+        why = f"the profile has no usable {od.missing} item or series (collector < {od.since})"
         if warnings is not None:
             warnings.append(
-                f"{od.param}: {why}; it keeps its default {default:.0f} ns "
+                f"{od.param}: {why}; it keeps its default {default:.0f} {od.unit} "
                 f"(collect {od.missing} and merge it into the profile to measure it)"
             )
         return Estimate(
@@ -1108,7 +1148,7 @@ def optional_direct(
         lo, hi = (float(x) for x in np.percentile(draws, [2.5, 97.5]))
     if value < 0:
         if warnings is not None:
-            warnings.append(f"{od.param}: {od.formula} is negative ({value:.0f} ns); set to 0")
+            warnings.append(f"{od.param}: {od.formula} is negative ({value:.0f} {od.unit}); set to 0")
         value = 0.0
     note = f"{od.missing} collected {profile.collected(od.missing)}"
     return Estimate(od.param, value, lo, hi, "direct", od.formula, tuple(_m(q) for q in od.inputs), note)

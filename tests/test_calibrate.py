@@ -179,8 +179,9 @@ def test_costs_defaults_are_the_bundled_calibration():
     assert doc["calibration"]["profile_sha256"] == hashlib.sha256(COSTS_ORIGIN.read_bytes()).hexdigest()
     defaults = Costs()
     for f in dataclasses.fields(Costs):
-        if f.name in ("tick_busy", "other_gaps", "other_gaps_per_s"):
-            # measured tables (collector 0.10.0+, 0.11.0+), empty by default: runs as before they existed
+        if f.name in ("tick_busy", "other_gaps", "other_gaps_per_s", "idle_timers_per_s"):
+            # measured tables and rates (collector 0.10.0+, 0.11.0+, 0.13.0+), empty or 0 by default:
+            # runs as before they existed
             assert not getattr(defaults, f.name) and f.name not in params.costs and "collector" in f.metadata["source"]
             continue
         d, v = getattr(defaults, f.name), params.costs[f.name]
@@ -322,6 +323,20 @@ def test_mm_switch_is_process_minus_thread_pingpong(profile, cal):
     ring = med(profile, "context_switch_process", "ring8_processes") - med(profile, "context_switch_process", "ring8_threads")
     assert a.method == "direct" and a.value == pytest.approx(max(0.0, ring - max(0.0, proc - threads)))
     assert a.low is not None and a.high is not None and a.low <= a.high
+
+
+def test_idle_timers_per_s_is_the_idle_cpus_wakeup_rate(profile, cal):
+    e = cal.estimates["idle_timers_per_s"]
+    gap = med(profile, "idle_wakeups")
+    assert e.method == "direct" and e.value == pytest.approx(1e9 / gap)
+    assert e.inputs == ("idle_wakeups",) and e.low is not None and e.low <= e.value <= e.high
+    assert cal.costs_mapping()["idle_timers_per_s"] == round(e.value)
+    raw = json.loads(DEFAULT_PROFILE.read_text())
+    raw["items"].pop("idle_wakeups")
+    b = fit.calibrate(validate_profile(raw, "old"), seeds=1, bootstrap=0)
+    e = b.estimates["idle_timers_per_s"]
+    assert e.method == "default" and e.value == 0 == Costs().idle_timers_per_s
+    assert sum("idle_timers_per_s" in w and "collector < 0.13.0" in w and " 0 /s " in w for w in b.warnings) == 1
 
 
 def test_profile_without_context_switch_process_keeps_mm_switch_0_and_says_so():
