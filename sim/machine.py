@@ -437,7 +437,7 @@ class CPU:
         "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "delayed", "load_avg",
         "active_mm", "asids", "next_asid", "cpu_load",
         "lb_next", "lb_last", "lb_interval", "lb_failed", "idle_at_tick", "nohz_recent", "active_balance",
-        "push_cpu", "migration",
+        "push_cpu", "migration", "blocked_since",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -474,6 +474,7 @@ class CPU:
         self.switches = 0
         self.kick_pending = False
         self.nohz_balance = False  # kicked by a busy CPU's tick: its next pull is an idle balance
+        self.blocked_since = -1  # when it last went idle after running a task (-1: never): its PELT blocked load
         self.resched_pending = False
         self.ksoftirqd: Task | None = None
         self.ticks = 0
@@ -1132,6 +1133,10 @@ class CPU:
         if nxt is None:
             self._set_state(IDLE)
             self.curr = None
+            if prev is not None:
+                self.blocked_since = now
+            if m.wheel_pull and self.jiffy_global:
+                self._keep_next_jiffy_timers(now)
             for hook in m.idle_enter_hooks:
                 hook(self)
             if self.irqs or self.softirq_pending or self.nr_queued:
@@ -1312,12 +1317,26 @@ class CPU:
                 extra += r
         return extra
 
+    def _keep_next_jiffy_timers(self, now: int) -> None:
+        """On the way into idle a CPU asks for its next timer event; when the first is due by the next
+        jiffy the timer base does not go idle and the timer-migration hierarchy is not asked
+        (kernel/time/timer.c __get_next_timer_interrupt: idle_is_possible = time_after(nextevt,
+        basej + 1)), so the CPU programs its tick for that jiffy and expires those timers itself:
+        they are pulled no more. So an idle CPU that wakes for anything in the jiffy before its
+        global timer is due wakes again for it, with a tick."""
+        j1 = now // self.m.tick_ns + 1
+        for j in [j for j in self.jiffy_global if j <= j1]:
+            self.jiffy_timers.setdefault(j, []).extend(self.jiffy_global.pop(j))
+
     def _active_migrator(self) -> CPU | None:
         """The CPU that expires this idle CPU's non-pinned timers under the pull model: an
-        active one (running a task, or idle with its tick still on), the lowest-numbered; the
-        hierarchy's groups are not modelled (kernel/time/timer_migration.c)."""
+        active one, i.e. running a task, the lowest-numbered; the hierarchy's groups are not
+        modelled (kernel/time/timer_migration.c). An idle CPU is inactive in the hierarchy from
+        its way into idle (tmigr_cpu_deactivate), also while it handles an interrupt and while
+        the model has not yet stopped its tick (it stops it at the next edge, the kernel on the
+        way into idle); it becomes active again when it leaves the idle loop for a task."""
         for c in self.m.cpus:
-            if c is not self and (c.curr is not None or c.tick_on):
+            if c is not self and c.curr is not None:
                 return c
         return None
 
@@ -1403,6 +1422,8 @@ class CPU:
                 new = w + scale - 1 if w > old else w
                 loads[i] = (old * (scale - 1) + new) >> i
                 scale += scale
+        if m.nohz_stats and t is not None and self.env.now // m.tick_ns > m.nohz_next_blocked:
+            m._nohz_stats_kick(self)
         if m.lb_2624:
             # scheduler_tick: rq->idle_at_tick, then trigger_load_balance
             self.idle_at_tick = self.curr is None
@@ -1475,6 +1496,12 @@ class Machine:
         self.wheel_round = kernel.timer_wheel != "classic"
         self.wheel_pull = kernel.timer_wheel == "v6.9"
         self.wheel_depth = lvl_depth(kernel.hz)
+        # kernel.nohz_stats_kick: the blocked-load update kick, every LOAD_AVG_PERIOD (32 ms) in jiffies,
+        # while an idle CPU's PELT load has not decayed (LOAD_AVG_MAX_N = 345 periods of 1024 us)
+        self.nohz_stats = kernel.nohz_stats_kick and kernel.nohz_idle
+        self.nohz_next_blocked = 0
+        self.stats_period_j = max(1, -(-32 * kernel.hz // 1000))  # msecs_to_jiffies(LOAD_AVG_PERIOD)
+        self.blocked_ns = 345 * 1024 * 1000
         # periodic load_balance of a CPU-level domain: every sd_weight ms (balance_interval)
         self.balance_ticks = max(1, config.cpus * kernel.hz // 1000)
         factor = 1 + (min(config.cpus, 8).bit_length() - 1)  # 1 + ilog2(min(ncpus, 8))
@@ -1525,6 +1552,11 @@ class Machine:
             self._own_timer_mean = 1e9 / costs.idle_timers_per_s
             for c in self.cpus:
                 self.call_at(self._next_own_timer(), self._own_timer, c)
+        if costs.idle_hrtimers_per_s:
+            self._own_hr_gen = streams.get("idle_hrtimers")
+            self._own_hr_mean = 1e9 / costs.idle_hrtimers_per_s
+            for c in self.cpus:
+                self.call_at(self._next_own_hrtimer(), self._own_hrtimer, c)
         if self.lb_2624 and kernel.nohz_idle:
             # every CPU starts idle with its tick stopped (the machine has just booted): all in
             # nohz.cpu_mask, so nobody is the idle load balancer until a CPU gets busy
@@ -1637,6 +1669,16 @@ class Machine:
         here: the wakeup and the tick are what the model prices."""
         cpu.add_jiffy_timer(self.env.now // self.tick_ns + 1, _no_work, pinned=True)
         self.call_at(self._next_own_timer(), self._own_timer, cpu)
+
+    def _next_own_hrtimer(self) -> int:
+        return max(1, int(self._own_hr_gen.exponential(self._own_hr_mean)))
+
+    def _own_hrtimer(self, cpu: CPU) -> None:
+        """One of :attr:`Costs.idle_hrtimers_per_s` on ``cpu``: an idle CPU leaves idle for an
+        hrtimer interrupt and goes back (no tick); a busy one's are among its measured gaps."""
+        if cpu.state == IDLE:
+            cpu.raise_irq(self.jit_sched.apply(self.costs.timer_irq), None)
+        self.call_at(self._next_own_hrtimer(), self._own_hrtimer, cpu)
 
     def tick_busy_cost(self, cpu: int, jiffy: int) -> int:
         """The tick handler's duration on CPU ``cpu`` in ``jiffy`` from :attr:`Costs.tick_busy`:
@@ -1818,6 +1860,28 @@ class Machine:
                 self.send_ipi(waker, target, self._resched_done, name="resched ipi")
                 return True
         return False
+
+    def _nohz_stats_kick(self, cpu: CPU) -> None:
+        """nohz_balancer_kick with NOHZ_STATS_KICK, at the tick of busy ``cpu`` once the last
+        update is LOAD_AVG_PERIOD old: while an idle CPU in NO_HZ still has blocked load, the first
+        idle one gets an IPI and updates every idle CPU's averages in its SCHED softirq
+        (kernel/sched/fair.c kick_ilb, find_new_ilb, _nohz_idle_balance). Without blocked load
+        left (nohz.has_blocked clear) nobody is kicked."""
+        now = self.env.now
+        # nohz.idle_cpus_mask: the idle CPUs (the model stops an idle CPU's tick at the next edge,
+        # the kernel on the way into idle, where nohz_balance_enter_idle adds it to the mask)
+        idle = [c for c in self.cpus if c.state == IDLE and c.curr is None]
+        if not idle or not any(c.blocked_since >= 0 and now - c.blocked_since < self.blocked_ns for c in idle):
+            return
+        target = idle[0]
+        self.nohz_next_blocked = now // self.tick_ns + self.stats_period_j
+        if not target.kick_pending:
+            target.kick_pending = True
+            self.send_ipi(cpu, target, self._stats_kick_done, name="nohz stats kick")
+
+    def _stats_kick_done(self, cpu: CPU) -> int:
+        cpu.kick_pending = False
+        return self.costs.softirq_entry  # the SCHED softirq's pass over the idle CPUs' averages
 
     @staticmethod
     def _kick_done(cpu: CPU) -> int:

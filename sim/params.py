@@ -44,6 +44,15 @@ class KernelConfig:
         source="kernel/Kconfig.preempt",
     )
     nohz_idle: bool = knob(True, doc="CONFIG_NO_HZ_IDLE: stop the tick on idle CPUs", source="kernel/time/Kconfig")
+    nohz_stats_kick: bool = knob(
+        False,
+        doc="the NO_HZ blocked-load update: while an idle CPU still has load from a task it ran (PELT decays it to "
+        "0 in about 345 ms), a busy CPU's tick sends the first idle CPU an IPI every 32 ms (LOAD_AVG_PERIOD), "
+        "whose SCHED softirq updates the idle CPUs' averages (nohz_balancer_kick with NOHZ_STATS_KICK); it "
+        "wakes that CPU. Off: only a busy CPU with waiting tasks kicks an idle one (to pull)",
+        source="kernel/sched/fair.c nohz_balancer_kick, _nohz_idle_balance (next_blocked = now + LOAD_AVG_PERIOD); "
+        "kernel/sched/sched-pelt.h LOAD_AVG_MAX_N; a profile of a 4.17+ kernel turns it on",
+    )
     timer_wheel: Literal["classic", "v4.8", "v6.9"] = knob(
         "classic",
         doc="the kernel timers the models arm by jiffies (schedule_timeout, the RCU GP kthread's FQS wait, "
@@ -280,14 +289,27 @@ class Costs:
     )
     idle_timers_per_s: int = knob(
         0,
-        doc="wakeups of an idle CPU for timers of its own (per CPU and second, Poisson arrivals): the pinned "
-        "timers and hrtimers of everything the model leaves out (per-CPU housekeeping, networking, other "
-        "daemons). Each fires at the next tick edge, so an idle CPU runs a tick for it (and notes what the tick "
-        "notes, e.g. an RCU quiescent state) and goes back to idle; a busy CPU's tick runs it at no extra cost",
+        doc="wakeups of an idle CPU by timer-wheel timers of its own (per CPU and second, Poisson arrivals): the "
+        "pinned timers of everything the model leaves out (per-CPU housekeeping, networking, workqueues). Each "
+        "fires at the next tick edge, so an idle CPU runs a tick for it (and notes what the tick notes, e.g. an "
+        "RCU quiescent state) and goes back to idle; a busy CPU's tick runs it at no extra cost",
         min=0,
         max=100_000,
-        source="collector: idle_wakeups (local timer interrupts of an idle CPU while every other CPU spins; "
-        "rcusim calibrate copies the median); 0 (none) by default",
+        source="collector: idle_wakeups series timer_softirq (TIMER softirqs of an idle CPU while every other "
+        "CPU spins: the wheel timers that woke it; rcusim calibrate takes their total over the measured time); "
+        "0 (none) by default",
+    )
+    idle_hrtimers_per_s: int = knob(
+        0,
+        doc="wakeups of an idle CPU by hrtimers of its own (per CPU and second, Poisson arrivals): a task's "
+        "nanosleep or poll timeout and the like, at any time, not at a tick edge. The CPU leaves idle for "
+        "an interrupt of timer_irq and goes back; no tick runs, so it notes no quiescent state, but it looks at "
+        "its timers again on the way back (a timer due at the next jiffy then stays with it). A busy CPU's "
+        "are among its measured other_gaps",
+        min=0,
+        max=100_000,
+        source="collector: idle_wakeups (the local timer interrupts of an idle CPU while every other CPU spins, "
+        "less its TIMER softirqs; rcusim calibrate); 0 (none) by default",
     )
     timer_irq: int = knob(
         13_260,

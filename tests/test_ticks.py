@@ -246,6 +246,75 @@ def test_a_busy_cpu_runs_its_own_timers_in_the_tick_it_has_anyway():
     assert 40 <= with_timers.cpus[0].ticks <= 80
 
 
+def test_an_idle_cpu_leaves_idle_for_its_own_hrtimers_without_a_tick():
+    c = dataclasses.replace(ZERO_COSTS, idle_hrtimers_per_s=30, timer_irq=5_000)
+    m = Machine(Env(), MachineConfig(cpus=2), KernelConfig(hz=250), c, Streams(1))
+    m.env.run(until=m.env.timeout(2000 * MS))
+    for cpu_ in m.cpus:
+        assert 40 <= cpu_.idle_exits <= 80 and cpu_.ticks == 0
+        assert cpu_.acc[IRQ] == pytest.approx(cpu_.idle_exits * 5_000, rel=0.01)
+
+
+def _global_timer_machine(wake_at_ms: float | None, busy_cpu1: bool = True) -> tuple[Machine, list[int]]:
+    """CPU 0 idle with a non-pinned timer armed at 1 ms for jiffy 3 (HZ 250; the wheel rounds it
+    to its bucket, jiffy 3), CPU 1 busy; optionally an interrupt wakes CPU 0 at ``wake_at_ms``.
+    Returns the machine and the CPUs that ran the timer."""
+    m = Machine(Env(), MachineConfig(cpus=2), KernelConfig(hz=250, timer_wheel="v6.9"), ZERO_COSTS, Streams(1))
+    ran: list[int] = []
+    if busy_cpu1:
+
+        def hog(task):
+            yield cpu(100 * MS)
+
+        m.spawn(hog, "hog", affinity=[1])
+    m.call_at(1 * MS, lambda: m.cpus[0].add_jiffy_timer(2, lambda c: ran.append(c.index)))
+    if wake_at_ms is not None:
+        m.call_at(int(wake_at_ms * MS), lambda: m.cpus[0].raise_irq(1_000, None))
+    m.env.run(until=m.env.timeout(40 * MS))
+    return m, ran
+
+
+@pytest.mark.parametrize(
+    "wake_at_ms,runs_on",
+    [
+        (None, 1),  # pulled: the busy CPU runs it, the idle one is not woken
+        (2.0, 1),  # woken in jiffy 0: the timer is two jiffies away on its way back, still handed over
+        (9.0, 0),  # woken in jiffy 2, the one before the timer's: it keeps the timer and ticks for it
+    ],
+)
+def test_an_idle_cpu_woken_in_the_jiffy_before_its_global_timer_keeps_it(wake_at_ms, runs_on):
+    m, ran = _global_timer_machine(wake_at_ms)
+    assert ran == [runs_on]
+    assert m.cpus[0].ticks == (1 if runs_on == 0 else 0)
+
+
+def _stats_machine(kick: bool, cpu0_ran: bool, seconds: float = 1.0) -> Machine:
+    kernel = KernelConfig(hz=250, nohz_stats_kick=kick)
+    m = Machine(Env(), MachineConfig(cpus=2), kernel, ZERO_COSTS, Streams(1))
+
+    def hog(task):
+        yield cpu(int(seconds * 1000) * MS)
+
+    def blip(task):
+        yield cpu(100_000)  # a task ran on CPU 0: it has blocked load for ~350 ms
+
+    m.spawn(hog, "hog", affinity=[1])
+    if cpu0_ran:
+        m.spawn(blip, "blip", affinity=[0])
+    m.env.run(until=m.env.timeout(int(seconds * 1000) * MS))
+    return m
+
+
+def test_a_busy_cpu_kicks_an_idle_one_with_blocked_load_every_32_ms():
+    m = _stats_machine(kick=True, cpu0_ran=True)
+    # 32 ms = 8 jiffies, the kick at the first tick after: every 9 jiffies (36 ms) while CPU 0's
+    # load decays (LOAD_AVG_MAX_N: about 353 ms), then none
+    kicks = m.cpus[0].ipis - 1  # the first IPI woke CPU 0 for the task
+    assert 9 <= kicks <= 10 and m.cpus[0].idle_exits == m.cpus[0].ipis
+    assert _stats_machine(kick=True, cpu0_ran=False).cpus[0].ipis == 0  # nothing ran there: no blocked load
+    assert _stats_machine(kick=False, cpu0_ran=True).cpus[0].ipis == 1  # only the one for the task
+
+
 GAPS_PROFILE = "calibration/profiles/history/dev-2026-11-22T1514.json"  # collector 0.11.0: has other_gaps
 
 
