@@ -183,6 +183,12 @@ class LogHistogram:
                 return min(max(_bucket_value(b), self.lo), self.hi)
         return float(self.hi)
 
+    def buckets(self) -> list[tuple[float, int]]:
+        """(the middle of a bucket, its count) for every bucket that holds a value, in order of
+        value: the distribution, to plot or compare (clamped to the observed min and max, as
+        :meth:`percentile` is)."""
+        return [(min(max(_bucket_value(b), self.lo), self.hi), self.counts[b]) for b in sorted(self.counts)]
+
     def summary(self) -> dict[str, float]:
         return {
             "count": self.n,

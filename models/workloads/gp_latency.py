@@ -76,6 +76,10 @@ class GpLatency:
     def latency(self) -> dict[str, LogHistogram]:
         return {"synchronize_ns": self.hist}
 
+    def series(self) -> dict[str, list[dict[str, float]]]:
+        """The latency distribution: calls per histogram bucket (at most 1.6 % wide), in ms."""
+        return {"latency": [{"ms": v / MS, "calls": float(n)} for v, n in self.hist.buckets()]}
+
 
 def build(m: Machine, cfg: GpLatencyConfig) -> GpLatency:
     if "rcu" not in getattr(m, "models", {}):
