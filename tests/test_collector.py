@@ -169,7 +169,12 @@ def test_quick_run_parses_and_has_every_item(collector, tmp_path):
         window = idle["params"]["window_ns"]
         assert all(0 < v <= 1.01 * window for v in idle["samples"])
         labels = [x["label"] for x in idle["series"]]
-        assert labels[-1] == "all_idle" and len(labels) == 1 + idle["params"]["measured_cpus"]
+        n = idle["params"]["measured_cpus"]
+        assert labels == [*labels[:n], "timer_softirq", "sched_softirq", "all_idle"]
+        wheel = idle["series"][n]
+        # the wheel timers are among the local timer interrupts; the totals give the rates
+        assert 0 <= wheel["params"]["events"] <= idle["params"]["events"]
+        assert wheel["params"]["seconds"] == idle["params"]["seconds"] > 0
     else:
         assert idle["status"] == "skipped" and idle["reason"]
     assert profile["settings_changed"] == []

@@ -13,8 +13,12 @@
  *
  * A sample is one window's length divided by its interrupt count, in ns: the
  * mean time between wakeups (the window's length when there was none).  Series
- * "cpuN" hold each measured CPU's windows; series "all_idle" counts the CPUs
- * other than the collector's own with no spinner at all.
+ * "cpuN" hold each measured CPU's windows; "timer_softirq" and "sched_softirq"
+ * the same windows' TIMER softirqs (timer-wheel expiries: the wakeups that run a
+ * tick) and SCHED softirqs (on an idle CPU the kicks a busy CPU's tick sends it:
+ * nohz balance, blocked-load updates, kernel/sched/fair.c nohz_balancer_kick);
+ * series "all_idle" counts the CPUs other than the collector's own with no
+ * spinner at all.
  */
 #include "collector.h"
 
@@ -24,15 +28,17 @@
 
 #define MAX_MEASURED_CPUS 4 /* bounds the run time on large machines */
 
-/* The LOC count of every CPU column of /proc/interrupts into counts[cpu id] (ids < max).
- * Returns the number of columns read, or -1 when the file or the row is missing. */
-static int read_loc(long long *counts, int max)
+/* The counts of the row `label` ("LOC:", "TIMER:") of a per-CPU table (/proc/interrupts,
+ * /proc/softirqs: a header of "CPUn" columns) into counts[cpu id] (ids < max). Returns the
+ * number of columns read, or -1 when the file or the row is missing. */
+static int read_row(const char *path, const char *label, long long *counts, int max)
 {
-	char *text = read_file("/proc/interrupts", NULL);
+	char *text = read_file(path, NULL);
 	if (!text)
 		return -1;
 	int ids[1024];
 	int ncols = 0;
+	size_t llen = strlen(label);
 	char *save = NULL;
 	char *line = strtok_r(text, "\n", &save);
 	if (line) {
@@ -44,9 +50,9 @@ static int read_loc(long long *counts, int max)
 		char *p = line;
 		while (*p == ' ')
 			p++;
-		if (strncmp(p, "LOC:", 4) != 0)
+		if (strncmp(p, label, llen) != 0)
 			continue;
-		p += 4;
+		p += llen;
 		found = 0;
 		for (int k = 0; k < ncols; k++) {
 			char *end;
@@ -64,24 +70,46 @@ static int read_loc(long long *counts, int max)
 	return found;
 }
 
-/* One window of `window` ns: for each of the n CPUs, the mean gap between its local timer
- * interrupts, in ns, into gaps[]. 0, or -1 when /proc/interrupts could not be read. */
-static int count_window(const int *cpus, int n, int64_t window, double *gaps)
+/* What a window counts: local timer interrupts, TIMER softirqs (timer-wheel expiries) and
+ * SCHED softirqs (on an idle CPU: the nohz balance and blocked-load kicks of a busy one). */
+static const struct {
+	const char *path, *label;
+} COUNTERS[] = {
+	{"/proc/interrupts", "LOC:"},
+	{"/proc/softirqs", "TIMER:"},
+	{"/proc/softirqs", "SCHED:"},
+};
+#define NCOUNTERS ((int)ARRAY_LEN(COUNTERS))
+
+static int read_counters(long long counts[][4096])
 {
-	static long long before[4096], after[4096];
-	if (read_loc(before, ARRAY_LEN(before)) <= 0)
+	for (int k = 0; k < NCOUNTERS; k++)
+		if (read_row(COUNTERS[k].path, COUNTERS[k].label, counts[k], 4096) <= 0)
+			return -1;
+	return 0;
+}
+
+/* One window of `window` ns: for each of the n CPUs and each counter, the events counted into
+ * cnt[counter][i]; the window's length into *elapsed. 0, or -1 when a table could not be read. */
+static int count_window(const int *cpus, int n, int64_t window, long long cnt[][MAX_MEASURED_CPUS], int64_t *elapsed)
+{
+	static long long before[NCOUNTERS][4096], after[NCOUNTERS][4096];
+	if (read_counters(before) < 0)
 		return -1;
 	int64_t t0 = now_ns();
 	sleep_ns(window);
 	int64_t t1 = now_ns();
-	if (read_loc(after, ARRAY_LEN(after)) <= 0)
+	if (read_counters(after) < 0)
 		return -1;
-	for (int i = 0; i < n; i++) {
-		long long c = cpus[i] < (int)ARRAY_LEN(before) ? after[cpus[i]] - before[cpus[i]] : 0;
-		gaps[i] = c > 0 ? (double)(t1 - t0) / (double)c : (double)(t1 - t0);
-	}
+	for (int k = 0; k < NCOUNTERS; k++)
+		for (int i = 0; i < n; i++)
+			cnt[k][i] = cpus[i] < 4096 ? after[k][cpus[i]] - before[k][cpus[i]] : 0;
+	*elapsed = t1 - t0;
 	return 0;
 }
+
+/* The mean gap between n events in a window of `elapsed` ns (the window's length for none). */
+static double gap_of(long long n, int64_t elapsed) { return n > 0 ? (double)elapsed / (double)n : (double)elapsed; }
 
 struct pinned {
 	cpu_set_t saved;
@@ -101,8 +129,12 @@ void item_idle_wakeups(item_ctx *ctx)
 			 "of the idle CPU for a timer of its own (pinned timers and hrtimers; timer migration moves the "
 			 "others to a busy CPU). A sample is the window's length divided by its count: the mean time "
 			 "between wakeups, ns (the window's length if there was none). The first %d allowed CPUs in "
-			 "turn, series cpuN; series all_idle: the other CPUs' counts with no spinner, the collector's "
-			 "thread sleeping on the first allowed CPU.",
+			 "turn, series cpuN; series timer_softirq and sched_softirq: the same windows' TIMER softirqs "
+			 "(timer-wheel expiries) and SCHED softirqs (the kicks of the busy CPUs' nohz balance and "
+			 "blocked-load updates) of /proc/softirqs; series all_idle: the other CPUs' local timer "
+			 "interrupts with no spinner, the collector's thread sleeping on the first allowed CPU. params events and seconds: the measured CPUs' totals "
+			 "(local timer interrupts at the top, each counter in its series), which give the rates also "
+			 "where a window saw no event.",
 		    windows, (long long)(window / NS_PER_MS), MAX_MEASURED_CPUS);
 	jv_set(ctx->params, "windows", jv_int(windows));
 	jv_set(ctx->params, "window_ns", jv_int(window));
@@ -111,14 +143,20 @@ void item_idle_wakeups(item_ctx *ctx)
 		item_skip(ctx, "only one CPU is online or allowed: there is no other CPU to keep busy");
 		return;
 	}
-	long long probe[4096];
-	if (read_loc(probe, ARRAY_LEN(probe)) <= 0) {
-		item_skip(ctx, "/proc/interrupts has no LOC row (local timer interrupts are counted there on x86 only)");
+	static long long probe[NCOUNTERS][4096];
+	if (read_counters(probe) < 0) {
+		item_skip(ctx, "/proc/interrupts has no LOC row (local timer interrupts are counted there on x86 only), or "
+			       "/proc/softirqs no TIMER or SCHED row");
 		return;
 	}
 	struct pinned pm;
 	pm.ok = get_self_affinity(&pm.saved) == 0;
 	int failed = 0;
+	sampleset wheel, kicks;
+	ss_init(&wheel);
+	ss_init(&kicks);
+	long long total[NCOUNTERS] = {0};
+	int64_t total_ns = 0;
 	for (int k = 0; k < measured && !failed; k++) {
 		int cpu = o->cpus[k];
 		int others[1024];
@@ -131,13 +169,19 @@ void item_idle_wakeups(item_ctx *ctx)
 		sampleset s;
 		ss_init(&s);
 		for (long w = 0; w < windows; w++) {
-			double gap;
-			if (count_window(&cpu, 1, window, &gap) < 0) {
+			long long cnt[NCOUNTERS][MAX_MEASURED_CPUS];
+			int64_t elapsed;
+			if (count_window(&cpu, 1, window, cnt, &elapsed) < 0) {
 				failed = 1;
 				break;
 			}
-			ss_add(&s, gap);
-			ss_add(&ctx->samples, gap);
+			ss_add(&s, gap_of(cnt[0][0], elapsed));
+			ss_add(&ctx->samples, gap_of(cnt[0][0], elapsed));
+			ss_add(&wheel, gap_of(cnt[1][0], elapsed));
+			ss_add(&kicks, gap_of(cnt[2][0], elapsed));
+			for (int k = 0; k < NCOUNTERS; k++)
+				total[k] += cnt[k][0];
+			total_ns += elapsed;
 		}
 		spinners_stop(sp);
 		char label[32];
@@ -147,14 +191,28 @@ void item_idle_wakeups(item_ctx *ctx)
 		ss_free(&s);
 	}
 	if (!failed) {
+		/* the totals give the rates exactly, also where a window saw no event */
+		jv_set(ctx->params, "events", jv_int(total[0]));
+		jv_set(ctx->params, "seconds", jv_num((double)total_ns / NS_PER_SEC));
+		jv *e = item_series_add(ctx, "timer_softirq", &wheel, "ns");
+		jv_set(jv_get(e, "params"), "events", jv_int(total[1]));
+		jv_set(jv_get(e, "params"), "seconds", jv_num((double)total_ns / NS_PER_SEC));
+		e = item_series_add(ctx, "sched_softirq", &kicks, "ns");
+		jv_set(jv_get(e, "params"), "events", jv_int(total[2]));
+		jv_set(jv_get(e, "params"), "seconds", jv_num((double)total_ns / NS_PER_SEC));
+	}
+	ss_free(&wheel);
+	ss_free(&kicks);
+	if (!failed) {
 		pin_self_to_cpu(o->cpus[0]);
 		sampleset all;
 		ss_init(&all);
 		for (long w = 0; w < windows && !failed; w++) {
-			double gaps[MAX_MEASURED_CPUS];
-			failed = count_window(o->cpus + 1, measured - 1, window, gaps) < 0;
+			long long cnt[NCOUNTERS][MAX_MEASURED_CPUS];
+			int64_t elapsed;
+			failed = count_window(o->cpus + 1, measured - 1, window, cnt, &elapsed) < 0;
 			for (int k = 0; !failed && k < measured - 1; k++)
-				ss_add(&all, gaps[k]);
+				ss_add(&all, gap_of(cnt[0][k], elapsed));
 		}
 		item_series_add(ctx, "all_idle", &all, "ns");
 		ss_free(&all);
@@ -162,5 +220,5 @@ void item_idle_wakeups(item_ctx *ctx)
 	if (pm.ok)
 		pin_self_to_set(&pm.saved);
 	if (failed)
-		item_fail(ctx, "/proc/interrupts could not be read again: %s", strerror(errno));
+		item_fail(ctx, "/proc/interrupts or /proc/softirqs could not be read again: %s", strerror(errno));
 }
