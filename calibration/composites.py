@@ -52,6 +52,7 @@ def base_scenario(profile: Profile, name: str) -> dict[str, Any]:
         "wake_affine": profile.wake_affine,
         "fork_balance": profile.fork_balance,
         "timer_wheel": profile.timer_wheel,
+        "nohz_stats_kick": profile.nohz_stats_kick,
     }
     if profile.hz is not None:
         kernel["hz"] = profile.hz

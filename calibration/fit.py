@@ -116,13 +116,9 @@ checks only, never fitted. The ``_mean`` rows compare means: with two modes (7 a
 on the development machine) the mean says how often a call took the fast one, which the
 median does not."""
 
-IDLE_QUANTITIES: dict[str, tuple[str, str | None]] = {"idle_gap": ("idle_wakeups", None)}
-"""The mean time between an idle CPU's own timer wakeups while the other CPUs spin (collector
-0.13.0): optional, it sets ``Costs.idle_timers_per_s`` (:data:`IDLE_TIMERS`)."""
-
 
 def _where(q: str) -> tuple[str, str | None]:
-    for table in (QUANTITIES, COMPONENTS, MM_QUANTITIES, GP_QUANTITIES, IDLE_QUANTITIES):
+    for table in (QUANTITIES, COMPONENTS, MM_QUANTITIES, GP_QUANTITIES):
         if q in table:
             return table[q]
     raise KeyError(q)
@@ -285,13 +281,14 @@ median and as a mean."""
 
 GP_NOTE = (
     "median; on the development machine the busy distribution has two modes, 7 and 15 ms: the FQS "
-    "timeout runs on the busy CPU (timer migration) unless the idle CPU wakes at that tick for a timer "
-    "of its own (README, rcu)"
+    "timeout runs on the busy CPU (timer migration) unless the idle CPU woke in the jiffy before it and so "
+    "kept it (README, rcu)"
 )
 
 GP_MEAN_NOTE = (
-    "mean: how often a call takes the fast mode, i.e. the idle CPU woke for a timer of its own in the grace "
-    "period and reported from its tick (the model's are idle_timers_per_s, 0 without the idle_wakeups item)"
+    "mean: how often a call takes the fast mode, i.e. the idle CPU woke in the jiffy before the FQS timeout "
+    "and so kept it and ticked for it (README, rcu: the nohz blocked-load kick, and the idle CPU's own timers "
+    "idle_timers_per_s and idle_hrtimers_per_s, 0 without the idle_wakeups item)"
 )
 
 RING_NOTE = (
@@ -322,9 +319,6 @@ class OptionalDirect:
     formula: str
     fn: Callable[[Mapping[str, float]], float]
     missing: str
-    since: str = "0.5.0"
-    """The collector version that first measured ``missing``."""
-    unit: str = "ns"
 
 
 MM_SWITCH = OptionalDirect(
@@ -354,20 +348,90 @@ ASID_MISS = OptionalDirect(
 """``asid_miss`` is direct too: what a switch costs beyond ``mm_switch`` when the mm has lost its
 PCID; a profile of collector 0.5.0 before the ring series keeps 0, with a warning."""
 
-IDLE_TIMERS = OptionalDirect(
-    "idle_timers_per_s",
-    ("idle_gap",),
-    "1e9 / idle_wakeups median: the local timer interrupts of an idle CPU while every other CPU spins, per "
-    "second (with NO_HZ each is a wakeup for a pinned timer or an hrtimer of the rest of the system; timer "
-    "migration runs its other timers on a busy CPU, kernel/time/timer_migration.c)",
-    lambda m: 1e9 / m["idle_gap"] if m["idle_gap"] > 0 else 0.0,
-    "idle_wakeups",
-    since="0.13.0",
-    unit="/s",
-)
-"""``idle_timers_per_s`` is direct: the model has none of the system's other timers, and an
-idle CPU woken by one in a grace period reports its quiescent state from that tick (the fast
-mode of ``membarrier_global_busy``); a profile without the item keeps 0, with a warning."""
+
+def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -> tuple[Estimate, Estimate]:
+    """``Costs.idle_timers_per_s`` and ``idle_hrtimers_per_s`` from ``idle_wakeups``: an idle CPU's
+    TIMER softirqs (timer-wheel expiries: a wakeup that runs a tick) and its other local timer
+    interrupts (hrtimers), per second, while every other CPU spins; the measured CPUs' totals
+    (``params.events`` / ``params.seconds``), 95 % intervals as Poisson counts. Collector
+    0.13.0's item counted only the local timer interrupts: all are taken as hrtimers then (on
+    the development machine 26 of 284 were wheel timers), with a warning. Without the item both
+    are 0, with a warning.
+
+    Why the split matters: a wheel timer wakes an idle CPU at a tick edge, and that tick from
+    idle notes an RCU quiescent state; an hrtimer wakes it between ticks, and only makes it
+    look at its timers again on its way back to idle (kernel/time/timer.c: a timer due by the
+    next jiffy then stays with it). On the development machine most are a task's hrtimer
+    sleeps (a trace of the idle CPU: 22 a second hrtimer_wakeup, 9 tick_nohz_handler)."""
+    item = profile.items.get("idle_wakeups")
+
+    def est(param: str, value: float, n: float, seconds: float, formula: str, inputs: tuple[str, ...]) -> Estimate:
+        half = 1.96 * math.sqrt(max(n, 0.0)) / seconds if seconds > 0 else 0.0
+        note = f"idle_wakeups collected {profile.collected('idle_wakeups')}"
+        return Estimate(param, value, max(0.0, value - half), value + half, "direct", formula, inputs, note)
+
+    if item is None or item.status != "ok":
+        why = "the profile has no usable idle_wakeups item (collector < 0.13.0)"
+        if warnings is not None:
+            warnings.append(
+                f"idle_timers_per_s, idle_hrtimers_per_s: {why}; both stay 0, so the model's idle CPUs wake for "
+                "nothing but its own timers (collect idle_wakeups and merge it into the profile to measure them)"
+            )
+        fix = (
+            "collect it: rcusim-collector --items idle_wakeups --out NEW.json, then "
+            "python -m calibration.profile --merge PROFILE NEW.json --out PROFILE"
+        )
+        return (
+            Estimate("idle_timers_per_s", 0.0, None, None, "default", f"not measured: {why}", (), fix),
+            Estimate("idle_hrtimers_per_s", 0.0, None, None, "default", f"not measured: {why}", (), fix),
+        )
+    seconds = float(item.params.get("seconds") or 0.0)
+    events = float(item.params.get("events") or 0.0)
+    wheel = item.get_series("timer_softirq")
+    if wheel is None or seconds <= 0:
+        # collector 0.13.0: the local timer interrupts only, their rate from the windows' median gap
+        gap = float(item.stats.median or 0.0)
+        rate = 1e9 / gap if gap > 0 else 0.0
+        n = rate * item.samples_total * float(item.params.get("window_ns", 0)) / 1e9
+        if warnings is not None:
+            warnings.append(
+                "idle_timers_per_s: the idle_wakeups item of collector 0.13.0 does not tell the wheel timers from "
+                "the hrtimers; all are taken as hrtimers (re-collect idle_wakeups with collector 0.14.0)"
+            )
+        return (
+            Estimate("idle_timers_per_s", 0.0, None, None, "default", "not measured: collector 0.13.0's item has no split", ()),
+            est(
+                "idle_hrtimers_per_s",
+                rate,
+                n,
+                n / rate if rate > 0 else 0.0,
+                "1e9 / idle_wakeups median: the local timer interrupts of an idle CPU while every other CPU spins, per second "
+                "(collector 0.13.0: all taken as hrtimers)",
+                ("idle_wakeups",),
+            ),
+        )
+    n_wheel = float(wheel.params.get("events") or 0.0)
+    n_hr = max(0.0, events - n_wheel)
+    return (
+        est(
+            "idle_timers_per_s",
+            n_wheel / seconds,
+            n_wheel,
+            seconds,
+            "idle_wakeups.timer_softirq params events / seconds: the TIMER softirqs of an idle CPU while every other CPU "
+            "spins, per second: its timer-wheel expiries, each at a tick (kernel/time/timer.c run_timer_softirq)",
+            ("idle_wakeups.timer_softirq",),
+        ),
+        est(
+            "idle_hrtimers_per_s",
+            n_hr / seconds,
+            n_hr,
+            seconds,
+            "idle_wakeups params events / seconds - the same of .timer_softirq: the idle CPU's local timer interrupts "
+            "that ran no wheel timer (hrtimers: a task's sleep or timeout), per second",
+            ("idle_wakeups", "idle_wakeups.timer_softirq"),
+        ),
+    )
 
 
 NETNS_TOOL_RUNS = {"ip": 6, "sysctl": 1}
@@ -897,12 +961,13 @@ def calibrate(
     jitter = _jitter(samples, med["clock_read"])
     mm = optional_direct(profile, MM_SWITCH, bootstrap, rng_seed, warnings)
     asid = optional_direct(profile, ASID_MISS, bootstrap, rng_seed, warnings)
-    idle_timers = optional_direct(profile, IDLE_TIMERS, bootstrap, rng_seed, warnings)
+    idle_timers, idle_hrtimers = idle_wakeup_estimates(profile, warnings)
     fixed = {
         "jitter_cv": jitter,
         "mm_switch": mm.value,
         "asid_miss": asid.value,
         "idle_timers_per_s": idle_timers.value,
+        "idle_hrtimers_per_s": idle_hrtimers.value,
         **{p: float(getattr(base, p)) for p in NOT_MEASURED},
     }
 
@@ -1047,6 +1112,7 @@ def calibrate(
     estimates[mm.param] = mm
     estimates[asid.param] = asid
     estimates[idle_timers.param] = idle_timers
+    estimates[idle_hrtimers.param] = idle_hrtimers
 
     rows: list[OutcomeRow] = []
     for o in outcomes:
@@ -1109,10 +1175,10 @@ def optional_direct(
     there); the field's default, with a warning, when the item is missing or not ok."""
     default = float(getattr(Costs(), od.param))
     if not all(_available(profile, q) for q in od.inputs):
-        why = f"the profile has no usable {od.missing} item or series (collector < {od.since})"
+        why = f"the profile has no usable {od.missing} item or series (collector < 0.5.0)"
         if warnings is not None:
             warnings.append(
-                f"{od.param}: {why}; it keeps its default {default:.0f} {od.unit} "
+                f"{od.param}: {why}; it keeps its default {default:.0f} ns "
                 f"(collect {od.missing} and merge it into the profile to measure it)"
             )
         return Estimate(
@@ -1148,7 +1214,7 @@ def optional_direct(
         lo, hi = (float(x) for x in np.percentile(draws, [2.5, 97.5]))
     if value < 0:
         if warnings is not None:
-            warnings.append(f"{od.param}: {od.formula} is negative ({value:.0f} {od.unit}); set to 0")
+            warnings.append(f"{od.param}: {od.formula} is negative ({value:.0f} ns); set to 0")
         value = 0.0
     note = f"{od.missing} collected {profile.collected(od.missing)}"
     return Estimate(od.param, value, lo, hi, "direct", od.formula, tuple(_m(q) for q in od.inputs), note)

@@ -24,6 +24,8 @@ from sim.task import Task
 from sim.units import MS, US
 
 if TYPE_CHECKING:
+    from sim import scenario as sc
+
     from .profile import Profile
 
 Preempt = Literal["none", "voluntary", "full"]
@@ -47,6 +49,9 @@ class Target:
     timer_wheel: Literal["classic", "v4.8", "v6.9"] = "classic"
     """Its timer wheel (:attr:`calibration.profile.Profile.timer_wheel`): when a jiffy timeout
     fires and on which CPU (the grace-period replica's FQS waits)."""
+    nohz_stats_kick: bool = False
+    """Its NO_HZ blocked-load kick (:attr:`calibration.profile.Profile.nohz_stats_kick`): a busy
+    CPU's tick wakes an idle one every 32 ms."""
     rcu: tuple[tuple[str, Any], ...] = ()
     """Its ``[kernel.rcu]`` (:meth:`calibration.profile.Profile.rcu_section`), as pairs; the
     grace-period replica's RCU, today's Tree RCU when empty."""
@@ -63,6 +68,7 @@ class Target:
             wake_affine=profile.wake_affine,
             fork_balance=profile.fork_balance,
             timer_wheel=profile.timer_wheel,
+            nohz_stats_kick=profile.nohz_stats_kick,
             rcu=tuple(profile.rcu_section().items()),
         )
 
@@ -95,6 +101,7 @@ def _machine(costs: Costs, target: Target, seed: int) -> Machine:
         wake_affine=target.wake_affine,
         fork_balance=target.fork_balance,
         timer_wheel=target.timer_wheel,
+        nohz_stats_kick=target.nohz_stats_kick,
     )
     return Machine(Env(), MachineConfig(cpus=target.cpus), kernel, costs, Streams(seed))
 
@@ -316,14 +323,13 @@ def ring(
     return (t1 - t0) / (laps * members)
 
 
-def gp_latency(costs: Costs, target: Target, *, busy: bool, calls: int = 60, seed: int = 1, stat: str = "p50") -> float:
-    """``membarrier_global`` / ``membarrier_global_busy``: a task pinned to cpu 0 calls
-    synchronize_rcu() (what MEMBARRIER_CMD_GLOBAL waits for) 1 ms apart, the other CPUs idle or
-    each running a user-mode spinner (the ``gp_latency`` workload, :mod:`models.workloads.gp_latency`,
-    under the profile's RCU and timer wheel); the result is the median latency in ns (the
-    histogram's, buckets at most 1.6 % wide), or with ``stat = "mean"`` the mean. A check: the
-    grace period is made of the tick, the FQS timeouts and where they run, and of the idle CPUs'
-    own timers (``Costs.idle_timers_per_s``), none of which is fitted."""
+def gp_latency_run(costs: Costs, target: Target, *, busy: bool, calls: int = 60, seed: int = 1) -> sc.Result:
+    """The ``membarrier_global`` / ``membarrier_global_busy`` replica's run: a task pinned to
+    cpu 0 calls synchronize_rcu() (what MEMBARRIER_CMD_GLOBAL waits for) 1 ms apart, the other
+    CPUs idle or each running a user-mode spinner (the ``gp_latency`` workload,
+    :mod:`models.workloads.gp_latency`, under the profile's RCU and timer wheel). Its
+    ``latency["synchronize_ns"]`` summarises the calls, its ``series["latency"]`` is their
+    distribution."""
     import models
     from sim import scenario as sc
 
@@ -337,13 +343,22 @@ def gp_latency(costs: Costs, target: Target, *, busy: bool, calls: int = 60, see
             "wake_affine": target.wake_affine,
             "fork_balance": target.fork_balance,
             "timer_wheel": target.timer_wheel,
+            "nohz_stats_kick": target.nohz_stats_kick,
             "rcu": dict(target.rcu) or {"era": "v6"},
         },
         "costs": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(costs).items()},
         "workload": {"kind": "gp_latency", "calls": calls, "busy": busy},
     }
     catalog = models.catalog()
-    res = sc.run(sc.validate(data, catalog), catalog, seed=seed)
+    return sc.run(sc.validate(data, catalog), catalog, seed=seed)
+
+
+def gp_latency(costs: Costs, target: Target, *, busy: bool, calls: int = 60, seed: int = 1, stat: str = "p50") -> float:
+    """:func:`gp_latency_run`'s median latency in ns (the histogram's, buckets at most 1.6 %
+    wide), or with ``stat = "mean"`` its mean. A check: the grace period is made of the tick,
+    the FQS timeouts and where they run, the busy CPU's blocked-load kicks and the idle CPU's
+    own wakeups (``Costs.idle_timers_per_s``, ``idle_hrtimers_per_s``), none of which is fitted."""
+    res = gp_latency_run(costs, target, busy=busy, calls=calls, seed=seed)
     return float(res.latency["synchronize_ns"][stat])
 
 

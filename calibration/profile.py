@@ -367,6 +367,12 @@ class Profile(_Open):
         return "v4.8" if version >= (4, 8) else "classic"
 
     @property
+    def nohz_stats_kick(self) -> bool:
+        """rcusim's ``kernel.nohz_stats_kick``: the blocked-load update kick (NOHZ_STATS_KICK in
+        kernel/sched/fair.c nohz_balancer_kick), in kernels from 4.17."""
+        return self.kernel_version >= (4, 17)
+
+    @property
     def rcu_wake_from_gp(self) -> bool:
         """``rcutree.rcu_normal_wake_from_gp`` as the kernel reported it (on by default since
         a7f6af1322ad on machines with at most 16 possible CPUs): synchronize_rcu() then starts

@@ -179,7 +179,7 @@ def test_costs_defaults_are_the_bundled_calibration():
     assert doc["calibration"]["profile_sha256"] == hashlib.sha256(COSTS_ORIGIN.read_bytes()).hexdigest()
     defaults = Costs()
     for f in dataclasses.fields(Costs):
-        if f.name in ("tick_busy", "other_gaps", "other_gaps_per_s", "idle_timers_per_s"):
+        if f.name in ("tick_busy", "other_gaps", "other_gaps_per_s", "idle_timers_per_s", "idle_hrtimers_per_s"):
             # measured tables and rates (collector 0.10.0+, 0.11.0+, 0.13.0+), empty or 0 by default:
             # runs as before they existed
             assert not getattr(defaults, f.name) and f.name not in params.costs and "collector" in f.metadata["source"]
@@ -325,18 +325,32 @@ def test_mm_switch_is_process_minus_thread_pingpong(profile, cal):
     assert a.low is not None and a.high is not None and a.low <= a.high
 
 
-def test_idle_timers_per_s_is_the_idle_cpus_wakeup_rate(profile, cal):
-    e = cal.estimates["idle_timers_per_s"]
-    gap = med(profile, "idle_wakeups")
-    assert e.method == "direct" and e.value == pytest.approx(1e9 / gap)
-    assert e.inputs == ("idle_wakeups",) and e.low is not None and e.low <= e.value <= e.high
-    assert cal.costs_mapping()["idle_timers_per_s"] == round(e.value)
+def test_idle_wakeup_rates_are_the_idle_cpus_timer_softirqs_and_other_timer_interrupts(profile, cal):
+    item = profile.item("idle_wakeups")
+    wheel = profile.series("idle_wakeups", "timer_softirq")
+    seconds = item.params["seconds"]
+    t, h = cal.estimates["idle_timers_per_s"], cal.estimates["idle_hrtimers_per_s"]
+    assert t.method == h.method == "direct"
+    assert t.value == pytest.approx(wheel.params["events"] / seconds)
+    assert h.value == pytest.approx((item.params["events"] - wheel.params["events"]) / seconds)
+    assert t.low <= t.value <= t.high and h.low <= h.value <= h.high
+    assert cal.costs_mapping()["idle_hrtimers_per_s"] == round(h.value)
+    # collector 0.13.0 counted the local timer interrupts only: all are taken as hrtimers
     raw = json.loads(DEFAULT_PROFILE.read_text())
+    it = raw["items"]["idle_wakeups"]
+    it["series"] = [x for x in it["series"] if x["label"] not in ("timer_softirq", "sched_softirq")]
+    for k in ("events", "seconds"):
+        it["params"].pop(k)
+    old = fit.calibrate(validate_profile(raw, "old"), seeds=1, bootstrap=0)
+    assert old.estimates["idle_timers_per_s"].value == 0
+    assert old.estimates["idle_hrtimers_per_s"].value == pytest.approx(1e9 / item.stats.median)
+    assert sum("collector 0.13.0" in w for w in old.warnings) == 1
     raw["items"].pop("idle_wakeups")
-    b = fit.calibrate(validate_profile(raw, "old"), seeds=1, bootstrap=0)
-    e = b.estimates["idle_timers_per_s"]
-    assert e.method == "default" and e.value == 0 == Costs().idle_timers_per_s
-    assert sum("idle_timers_per_s" in w and "collector < 0.13.0" in w and " 0 /s " in w for w in b.warnings) == 1
+    none = fit.calibrate(validate_profile(raw, "none"), seeds=1, bootstrap=0)
+    for k in ("idle_timers_per_s", "idle_hrtimers_per_s"):
+        e = none.estimates[k]
+        assert e.method == "default" and e.value == 0 == getattr(Costs(), k)
+    assert sum("idle_timers_per_s, idle_hrtimers_per_s" in w for w in none.warnings) == 1
 
 
 def test_profile_without_context_switch_process_keeps_mm_switch_0_and_says_so():
