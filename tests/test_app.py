@@ -4,6 +4,7 @@ reproduces, the timeline cut from a trace, the ``rcusim app`` verb."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -39,7 +40,7 @@ def runs_table(at: AppTest):
 
 # ---------------------------------------------------------------------------------- pages
 def test_every_page_is_listed():
-    assert set(PAGES) == {"home", "netns", "hackbench", "urcu", "rcu_sync", "timers", "lab", "ab"}
+    assert set(PAGES) == {"home", "netns", "hackbench", "urcu", "rcu_sync", "timers", "lab", "ab", "machine"}
     main = (ROOT / "app" / "explorer" / "main.py").read_text()
     for p in PAGES:
         assert f'"{p}.py"' in main
@@ -68,6 +69,50 @@ def test_main_navigates_to_every_page():
     at.switch_page("views/timers.py").run()
     assert not at.exception
     assert "timer" in at.title[0].value
+
+
+def test_machine_page_shows_the_bundled_calibration_and_predicts_the_composites():
+    at = page("machine").run()
+    assert not at.exception and not errors(at)
+    facts = at.table[0].value
+    assert facts.loc["kernel", "value"] and facts.loc["CPUs", "value"] == "2"
+    at.number_input(key="machine|seeds").set_value(1)
+    at.button(key="machine|run").click().run()
+    assert not at.exception and not errors(at)
+    composites = at.table[-1].value
+    assert {"messaging time", "netns fake routers", "PI-futex throughput"} <= set(composites["composite"])
+    assert all(e.endswith("%") for e in composites["error"])
+
+
+def test_machine_page_upload_without_a_file_and_bad_files():
+    from sim.errors import ConfigError
+
+    at = page("machine").run()
+    at.radio(key="machine|source").set_value("upload a profile (JSON from rcusim collect)").run()
+    assert not at.exception and not errors(at)  # no file yet: no report, no error
+    assert "No file yet." in [c.value for c in at.caption]
+    for data, match in ((b"{nope", "not valid JSON"), (b'{"a": 1}', "kind"), (b"", "empty")):
+        with pytest.raises(ConfigError, match=match):
+            core.report_from_json(data, "p.json")
+
+
+def test_gp_distribution_rows_compare_the_machine_and_the_model():
+    from app.explorer import core
+
+    rep = core.bundled_report()
+    rows = core.gp_distribution_rows(rep, busy=True, calls=100)
+    for source in ("measured", "model"):
+        part = [r for r in rows if r["source"] == source]
+        assert part and sum(r["share"] for r in part) == pytest.approx(1.0)
+        # both have the two modes of the busy grace period, 2 jiffies apart at HZ 250
+        assert any(6 < r["ms"] < 8 and r["share"] > 0.05 for r in part)
+        assert any(14 < r["ms"] < 16 and r["share"] > 0.3 for r in part)
+    item = rep.profile.items["membarrier_global_busy"]
+    assert sum(r["share"] for r in rows if r["source"] == "measured" and r["ms"] < 11) == pytest.approx(
+        sum(v < 11e6 for v in item.samples) / len(item.samples)
+    )
+    raw = rep.profile.model_copy(update={"items": {k: v for k, v in rep.profile.items.items() if k != "membarrier_global"}})
+    assert core.gp_distribution_rows(dataclasses.replace(rep, profile=raw), busy=False) == []
 
 
 def test_story_pages_say_when_a_story_is_not_modelled():

@@ -39,7 +39,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 RUN_TIMEOUT_MS = 240_000  # a simulation on a busy 2-core CI box
-PAGES = ("home", "netns", "hackbench", "urcu", "rcu_sync", "timers", "lab", "ab")
+PAGES = ("home", "netns", "hackbench", "urcu", "rcu_sync", "timers", "lab", "ab", "machine")
 
 pytestmark = pytest.mark.slow
 

@@ -856,9 +856,9 @@ def bundled_profile() -> MachineProfile:
     )
 
 
-def profile_from_json(data: bytes, name: str, progress: Callable[[str, float], None] | None = None) -> MachineProfile:
-    """A collector profile uploaded as JSON: validated (``calibration.profile``), then
-    calibrated (``calibration.fit.calibrate``, one seed, no bootstrap intervals)."""
+def _calibrated_upload(data: bytes, name: str, progress: Callable[[str, float], None] | None = None) -> tuple[Any, Any]:
+    """A collector profile uploaded as JSON, validated (``calibration.profile``) and calibrated
+    (``calibration.fit.calibrate``, one seed, no bootstrap intervals): (profile, calibration)."""
     from calibration.fit import calibrate
     from calibration.profile import validate_profile
 
@@ -872,7 +872,12 @@ def profile_from_json(data: bytes, name: str, progress: Callable[[str, float], N
             name, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "upload the file rcusim collect wrote"
         ) from None
     prof = validate_profile(raw, name)
-    cal = calibrate(prof, seeds=1, bootstrap=0, progress=progress)
+    return prof, calibrate(prof, seeds=1, bootstrap=0, progress=progress)
+
+
+def profile_from_json(data: bytes, name: str, progress: Callable[[str, float], None] | None = None) -> MachineProfile:
+    """A collector profile uploaded as JSON, calibrated now (:func:`_calibrated_upload`)."""
+    prof, cal = _calibrated_upload(data, name, progress)
     return MachineProfile(
         f"uploaded: {name} ({prof.machine.cpu_model or 'unknown CPU'}, {prof.cpus} CPUs, HZ {prof.hz})",
         dict(cal.costs_mapping()),
@@ -881,6 +886,146 @@ def profile_from_json(data: bytes, name: str, progress: Callable[[str, float], N
         prof.hz,
         "costs calibrated now (one seed, no intervals); rcusim calibrate gives intervals",
     )
+
+
+# ---------------------------------------------------------------------------------- this machine
+@dataclass(frozen=True)
+class MachineReport:
+    """A measured machine as the "This machine" page shows it: the profile, its calibration
+    report (the ``PARAMS.fit.json`` of ``rcusim calibrate``) and the parameters."""
+
+    label: str
+    profile: Any  # calibration.profile.Profile
+    report: dict[str, Any]
+    params: Any  # calibration.params.Params
+    note: str = ""
+
+
+def bundled_report() -> MachineReport:
+    """The bundled profile with the calibration and report ``rcusim calibrate`` wrote beside it."""
+    from calibration.params import load_params
+    from calibration.profile import DEFAULT_PARAMS, DEFAULT_PROFILE, load_profile
+
+    prof = load_profile(DEFAULT_PROFILE)
+    report_path = DEFAULT_PARAMS.with_name(DEFAULT_PARAMS.stem + ".fit.json")
+    report = json.loads(report_path.read_text())
+    return MachineReport(
+        f"bundled: {DEFAULT_PROFILE.name}",
+        prof,
+        report,
+        load_params(DEFAULT_PARAMS),
+        f"calibrated by rcusim calibrate ({DEFAULT_PARAMS.name}, {report.get('seeds')} seeds, "
+        f"{report.get('bootstrap')} bootstrap replicates)",
+    )
+
+
+def report_from_json(data: bytes, name: str, progress: Callable[[str, float], None] | None = None) -> MachineReport:
+    """An uploaded profile, calibrated now (one seed, no intervals)."""
+    from calibration.params import params_from_calibration
+
+    prof, cal = _calibrated_upload(data, name, progress)
+    return MachineReport(
+        f"uploaded: {name}",
+        prof,
+        cal.to_json(),
+        params_from_calibration(cal, name),
+        "calibrated now (one seed, no intervals); rcusim calibrate gives intervals",
+    )
+
+
+def machine_facts(rep: MachineReport) -> list[dict[str, Any]]:
+    """What the profile says the machine is, as table rows."""
+    p = rep.profile
+    m = p.machine
+    facts = {
+        "host": p.uname.nodename,
+        "kernel": m.kernel_release,
+        "CPU": m.cpu_model or "unknown",
+        "CPUs": p.cpus,
+        "HZ": p.hz,
+        "preemption": p.preempt,
+        "virtual machine": {True: "yes", False: "no"}.get(m.hypervisor_flag, "unknown"),
+        "timer wheel (model)": p.timer_wheel,
+        "NO_HZ blocked-load kick (model)": "yes" if p.nohz_stats_kick else "no",
+        "collected": f"{p.start_time} by {p.collector.name} {p.collector.version}",
+        "other work on the CPUs": f"{100 * float(p.load.other_cpu_share or 0):.1f} %" if p.load is not None else "not recorded",
+    }
+    return [{"fact": k, "value": str(v)} for k, v in facts.items()]
+
+
+def parameter_rows(rep: MachineReport) -> list[dict[str, Any]]:
+    """The calibrated costs: value, 95 % interval, method and where it comes from."""
+    rows = []
+    for e in rep.report.get("parameters", []):
+        ci = e.get("ci95")
+        rows.append(
+            {
+                "parameter": e["param"],
+                "value": e["value"],
+                "95% interval": f"{ci[0]:.4g} .. {ci[1]:.4g}" if ci else "-",
+                "method": e["method"],
+                "from": e["formula"],
+            }
+        )
+    return rows
+
+
+def outcome_rows(rep: MachineReport) -> list[dict[str, Any]]:
+    """The microbenchmarks the fit matched (fitted) and those it predicts (check): measured and
+    simulated medians (or means) and the error in %."""
+    return [
+        {
+            "outcome": o["name"],
+            "item": o["item"],
+            "role": o["role"],
+            "measured": o["measured_ns"],
+            "simulated": o["simulated_ns"],
+            "error %": 100 * (o["simulated_ns"] - o["measured_ns"]) / o["measured_ns"] if o["measured_ns"] else math.nan,
+            "note": o.get("note", ""),
+        }
+        for o in rep.report.get("outcomes", [])
+    ]
+
+
+GP_ITEMS = {False: "membarrier_global", True: "membarrier_global_busy"}
+
+
+def gp_distribution_rows(
+    rep: MachineReport, busy: bool, calls: int = 300, seed: int = 1, bin_ms: float = 0.25
+) -> list[dict[str, Any]]:
+    """The normal grace period's latency as the machine measured it (``membarrier_global``,
+    ``membarrier_global_busy``) and as the calibrated model gives it (the calibration's replica,
+    ``calibration.microbench.gp_latency_run``): the share of calls per ``bin_ms`` bin, one row
+    per (source, bin). Empty when the profile lacks the item."""
+    from calibration.fit import make_costs
+    from calibration.microbench import Target, gp_latency_run
+
+    item = rep.profile.items.get(GP_ITEMS[busy])
+    if item is None or item.status != "ok" or not item.samples:
+        return []
+    counts: dict[tuple[str, float], float] = {}
+
+    def add(source: str, ms: float, n: float, total: float) -> None:
+        key = (source, round(math.floor(ms / bin_ms) * bin_ms + bin_ms / 2, 6))
+        counts[key] = counts.get(key, 0.0) + n / total
+
+    for v in item.samples:
+        add("measured", v / MS, 1.0, len(item.samples))
+    res = gp_latency_run(make_costs(rep.params.costs), Target.of(rep.profile), busy=busy, calls=calls, seed=seed)
+    model = res.series["latency"]
+    total = sum(r["calls"] for r in model)
+    for r in model:
+        add("model", r["ms"], r["calls"], total)
+    return [{"source": src, "ms": ms, "share": share} for (src, ms), share in sorted(counts.items())]
+
+
+def composite_rows(rep: MachineReport, seeds: int, progress: Callable[[str, float], None] | None = None) -> list[dict[str, Any]]:
+    """The held-back composites of the profile (never fitted), measured and predicted, as
+    ``rcusim validate --profile`` gives them."""
+    from calibration import composites
+
+    rows = composites.profile_rows(rep.profile, rep.params, catalog(), seeds, progress)
+    return [r.to_json() for r in rows]
 
 
 def apply_profile(data: Mapping[str, Any], prof: MachineProfile | None, cpus: int | None, hz: int | None) -> dict[str, Any]:

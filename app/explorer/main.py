@@ -29,6 +29,7 @@ nav = st.navigation(
         "Tools": [
             st.Page(PAGES / "lab.py", title="Workload lab", icon=":material/science:", url_path="lab"),
             st.Page(PAGES / "ab.py", title="A/B mode", icon=":material/balance:", url_path="ab"),
+            st.Page(PAGES / "machine.py", title="This machine", icon=":material/computer:", url_path="machine"),
         ],
     }
 )

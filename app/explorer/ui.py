@@ -948,6 +948,153 @@ def show_ab(prefix: str, res: Mapping[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------- home
+# ---------------------------------------------------------------------------------- this machine
+@st.cache_resource(show_spinner=False, max_entries=2)
+def cached_bundled_report() -> core.MachineReport:
+    return core.bundled_report()
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def cached_report(data: bytes, name: str) -> core.MachineReport:
+    bar = _Bar("calibrating the profile…")
+    try:
+        return core.report_from_json(data, name, progress=lambda label, frac: bar(frac, label))
+    finally:
+        bar.close()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def cached_gp_rows(key: str, busy: bool, _rep: core.MachineReport) -> list[dict[str, Any]]:
+    return core.gp_distribution_rows(_rep, busy)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def cached_composite_rows(key: str, seeds: int, _rep: core.MachineReport) -> list[dict[str, Any]]:
+    bar = _Bar("simulating the held-back composites…")
+    try:
+        return core.composite_rows(_rep, seeds, progress=lambda label, frac: bar(frac, label))
+    finally:
+        bar.close()
+
+
+def machine_page() -> None:
+    prefix = "machine"
+    st.title("This machine")
+    st.markdown(
+        "What rcusim measured on a machine and how well its calibrated model matches it: the costs it fitted, the "
+        "microbenchmarks it matched or predicts, the normal grace period as the machine and the model make it, and the "
+        "composite benchmarks it never saw (`rcusim collect`, `rcusim calibrate`, `rcusim validate --profile`)."
+    )
+    with guard():
+        choice = st.radio(
+            "profile",
+            ["bundled profile (the development machine)", "upload a profile (JSON from rcusim collect)"],
+            key=f"{prefix}|source",
+            horizontal=True,
+        )
+        rep: core.MachineReport | None = None
+        key = "bundled"
+        if choice.startswith("bundled"):
+            rep = cached_bundled_report()
+        else:
+            up = st.file_uploader("profile JSON", type=["json"], key=f"{prefix}|upload")
+            if up is None:
+                st.caption("No file yet.")
+                return
+            data = up.getvalue()
+            rep = cached_report(data, up.name)
+            key = core.digest(data)[:12]
+        st.caption(f"{rep.label}; {rep.note}")
+        st.table(pd.DataFrame(core.machine_facts(rep)).set_index("fact"))
+        for w in rep.report.get("warnings", []):
+            st.warning(w, icon=":material/warning:")
+
+        st.subheader("Microbenchmarks: fitted and predicted")
+        st.markdown(
+            "*Fitted* rows are the anchors the costs were fitted to; *check* rows were predicted from them. The band is "
+            "the ±10 % a fitted anchor must meet for the calibration to pass its own check."
+        )
+        out = _frame(core.outcome_rows(rep))
+        if len(out):
+            bars = (
+                alt.Chart(out)
+                .mark_bar()
+                .encode(
+                    y=alt.Y("outcome:N", sort=None, title=None),
+                    x=alt.X("error %:Q", title="simulated vs measured, %"),
+                    color=alt.Color("role:N", title="role"),
+                    tooltip=[
+                        "outcome",
+                        "item",
+                        "role",
+                        alt.Tooltip("measured:Q", format=",.0f"),
+                        alt.Tooltip("simulated:Q", format=",.0f"),
+                        alt.Tooltip("error %:Q", format="+.1f"),
+                        "note",
+                    ],
+                )
+            )
+            band = alt.Chart(pd.DataFrame({"lo": [-10.0], "hi": [10.0]})).mark_rect(opacity=0.12).encode(x="lo:Q", x2="hi:Q")
+            st.altair_chart((band + bars).properties(height=max(200, 22 * len(out))), width="stretch")
+
+        st.subheader("A normal grace period: the machine and the model")
+        st.markdown(
+            "`membarrier(MEMBARRIER_CMD_GLOBAL)` called 1 ms apart from CPU 0 (the profile's samples) against the "
+            "calibration's replica on the model (300 calls). On a 6.9+ kernel with the other CPU busy the timer-migration "
+            "pull makes two modes; how often the fast one is taken depends on the idle CPU's own timers (README, rcu)."
+        )
+        for busy, title in ((False, "other CPUs idle"), (True, "other CPUs busy (a user-mode spinner each)")):
+            rows = cached_gp_rows(key, busy, rep)
+            if not rows:
+                st.caption(f"{title}: the profile has no {core.GP_ITEMS[busy]} item.")
+                continue
+            chart = (
+                alt.Chart(_frame(rows))
+                .mark_bar(opacity=0.7)
+                .encode(
+                    x=alt.X("ms:Q", title="latency, ms (0.25-ms bins)"),
+                    y=alt.Y("share:Q", title="share of calls", stack=None),
+                    color=alt.Color("source:N", title=None),
+                    xOffset="source:N",
+                    tooltip=["source", alt.Tooltip("ms:Q", format=".3f"), alt.Tooltip("share:Q", format=".1%")],
+                )
+                .properties(height=220, title=title)
+            )
+            st.altair_chart(chart, width="stretch")
+
+        st.subheader("Held-back composites: predicted, never fitted")
+        st.markdown(
+            "Messaging (perf bench sched messaging over pipes), the fake-router netns script and PI-futex throughput, "
+            "measured by the collector and simulated with this calibration. The target is ±25 %."
+        )
+        c1, c2 = st.columns([1, 3])
+        seeds = int(c1.number_input("seeds", min_value=1, max_value=8, value=1, key=f"{prefix}|seeds"))
+        if c2.button("Predict the composites", key=f"{prefix}|run", help="a few seconds per seed on the development machine"):
+            st.session_state[f"{prefix}|asked"] = (key, seeds)
+        asked = st.session_state.get(f"{prefix}|asked")
+        if asked is None or asked[0] != key:
+            return
+        rows = cached_composite_rows(key, int(asked[1]), rep)
+        if not rows:
+            st.info("The profile holds no composite benchmark (collect one: rcusim collect --items messaging).")
+            return
+        df = pd.DataFrame(rows)
+        shown = pd.DataFrame(
+            {
+                "composite": df["metric"],
+                "configuration": df["config"],
+                "measured": [_fmt(v) for v in df["reference"]],
+                "model": [_fmt(v) for v in df["simulated"]],
+                "unit": df["unit"],
+                "error": [
+                    f"{100 * v:+.1f}%" if isinstance(v, (int, float)) and math.isfinite(v) else "-" for v in df["rel_error"]
+                ],
+                "within ±25 %": df["ok"],
+            }
+        )
+        st.table(shown)
+
+
 def home_page() -> None:
     st.title("rcusim explorer")
     st.markdown(
