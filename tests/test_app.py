@@ -88,7 +88,7 @@ def test_machine_page_upload_without_a_file_and_bad_files():
     from sim.errors import ConfigError
 
     at = page("machine").run()
-    at.radio(key="machine|source").set_value("upload a profile (JSON from rcusim collect)").run()
+    at.radio(key="machine|profile").set_value("upload a profile (JSON from rcusim collect)").run()
     assert not at.exception and not errors(at)  # no file yet: no report, no error
     assert "No file yet." in [c.value for c in at.caption]
     for data, match in ((b"{nope", "not valid JSON"), (b'{"a": 1}', "kind"), (b"", "empty")):

@@ -838,56 +838,6 @@ class MachineProfile:
     note: str = ""
 
 
-def bundled_profile() -> MachineProfile:
-    """The bundled profile of the development machine, with the parameters ``rcusim
-    calibrate`` fitted to it (``calibration/profiles/default-params.toml``)."""
-    from calibration.params import load_params
-    from calibration.profile import DEFAULT_PARAMS, DEFAULT_PROFILE, load_profile
-
-    prof = load_profile(DEFAULT_PROFILE)
-    params = load_params(DEFAULT_PARAMS)
-    return MachineProfile(
-        f"bundled: {DEFAULT_PROFILE.name} ({prof.machine.cpu_model or 'unknown CPU'}, {prof.cpus} CPUs, HZ {prof.hz})",
-        dict(params.costs),
-        {k: dict(v) for k, v in params.kernel.items()},
-        prof.cpus,
-        prof.hz,
-        f"costs calibrated in {DEFAULT_PARAMS.name}",
-    )
-
-
-def _calibrated_upload(data: bytes, name: str, progress: Callable[[str, float], None] | None = None) -> tuple[Any, Any]:
-    """A collector profile uploaded as JSON, validated (``calibration.profile``) and calibrated
-    (``calibration.fit.calibrate``, one seed, no bootstrap intervals): (profile, calibration)."""
-    from calibration.fit import calibrate
-    from calibration.profile import validate_profile
-
-    text = data.decode("utf-8", errors="replace")
-    if not text.strip():
-        raise ConfigError(name, "is empty", "upload a JSON profile written by rcusim collect")
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            name, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "upload the file rcusim collect wrote"
-        ) from None
-    prof = validate_profile(raw, name)
-    return prof, calibrate(prof, seeds=1, bootstrap=0, progress=progress)
-
-
-def profile_from_json(data: bytes, name: str, progress: Callable[[str, float], None] | None = None) -> MachineProfile:
-    """A collector profile uploaded as JSON, calibrated now (:func:`_calibrated_upload`)."""
-    prof, cal = _calibrated_upload(data, name, progress)
-    return MachineProfile(
-        f"uploaded: {name} ({prof.machine.cpu_model or 'unknown CPU'}, {prof.cpus} CPUs, HZ {prof.hz})",
-        dict(cal.costs_mapping()),
-        {},
-        prof.cpus,
-        prof.hz,
-        "costs calibrated now (one seed, no intervals); rcusim calibrate gives intervals",
-    )
-
-
 # ---------------------------------------------------------------------------------- this machine
 @dataclass(frozen=True)
 class MachineReport:
@@ -920,16 +870,54 @@ def bundled_report() -> MachineReport:
 
 
 def report_from_json(data: bytes, name: str, progress: Callable[[str, float], None] | None = None) -> MachineReport:
-    """An uploaded profile, calibrated now (one seed, no intervals)."""
+    """A collector profile uploaded as JSON: validated (``calibration.profile``), then
+    calibrated now (``calibration.fit.calibrate``, one seed, no bootstrap intervals)."""
+    from calibration.fit import calibrate
     from calibration.params import params_from_calibration
+    from calibration.profile import validate_profile
 
-    prof, cal = _calibrated_upload(data, name, progress)
+    text = data.decode("utf-8", errors="replace")
+    if not text.strip():
+        raise ConfigError(name, "is empty", "upload a JSON profile written by rcusim collect")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            name, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "upload the file rcusim collect wrote"
+        ) from None
+    prof = validate_profile(raw, name)
+    cal = calibrate(prof, seeds=1, bootstrap=0, progress=progress)
     return MachineReport(
         f"uploaded: {name}",
         prof,
         cal.to_json(),
         params_from_calibration(cal, name),
-        "calibrated now (one seed, no intervals); rcusim calibrate gives intervals",
+        "costs calibrated now (one seed, no intervals); rcusim calibrate gives intervals",
+    )
+
+
+def bundled_profile() -> MachineProfile:
+    """The bundled profile of the development machine, with the parameters ``rcusim
+    calibrate`` fitted to it (``calibration/profiles/default-params.toml``)."""
+    return profile_of(bundled_report())
+
+
+def profile_from_json(data: bytes, name: str, progress: Callable[[str, float], None] | None = None) -> MachineProfile:
+    """A collector profile uploaded as JSON, calibrated now (:func:`report_from_json`)."""
+    return profile_of(report_from_json(data, name, progress))
+
+
+def profile_of(rep: MachineReport) -> MachineProfile:
+    """What a measured machine gives a scenario: its calibrated costs and kernel parameters, its
+    CPU count and HZ."""
+    p = rep.profile
+    return MachineProfile(
+        f"{rep.label} ({p.machine.cpu_model or 'unknown CPU'}, {p.cpus} CPUs, HZ {p.hz})",
+        dict(rep.params.costs),
+        {k: dict(v) for k, v in rep.params.kernel.items()},
+        p.cpus,
+        p.hz,
+        rep.note,
     )
 
 

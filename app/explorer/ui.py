@@ -216,18 +216,8 @@ def cached_story_rows(story: str, seeds: int) -> list[dict[str, Any]]:
     return [r.to_json() for r in rows]
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
-def cached_profile(data: bytes, name: str) -> core.MachineProfile:
-    bar = _Bar("calibrating the profile…")
-    try:
-        return core.profile_from_json(data, name, progress=lambda label, frac: bar(frac, label))
-    finally:
-        bar.close()
-
-
-@st.cache_data(show_spinner=False, max_entries=2)
 def cached_bundled_profile() -> core.MachineProfile:
-    return core.bundled_profile()
+    return core.profile_of(cached_bundled_report())
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -684,25 +674,8 @@ def profile_picker(prefix: str) -> tuple[core.MachineProfile | None, int | None,
     """The machine: the bundled profile, an uploaded one or the scenario's own costs, and
     optionally hand-set CPUs and HZ. Returns (profile, cpus, hz, identity for widget keys)."""
     st.markdown("**Machine profile**")
-    choice = st.radio(
-        "costs from",
-        ["bundled profile", "upload a profile (JSON from rcusim collect)", "the scenario's own values"],
-        key=f"{prefix}|profile",
-        horizontal=True,
-    )
-    prof: core.MachineProfile | None = None
-    ident = "own"
-    if choice.startswith("bundled"):
-        prof = cached_bundled_profile()
-        ident = "bundled"
-    elif choice.startswith("upload"):
-        up = st.file_uploader("profile JSON", type=["json"], key=f"{prefix}|upload")
-        if up is not None:
-            data = up.getvalue()
-            prof = cached_profile(data, up.name)
-            ident = core.digest(data)[:12]
-        else:
-            st.caption("No file yet: using the scenario's own values.")
+    rep, ident = report_picker(prefix, "costs from", own=True)
+    prof = core.profile_of(rep) if rep is not None else None
     if prof is not None:
         st.caption(f"{prof.label}; {prof.note}")
     c1, c2, c3 = st.columns([1, 1, 1])
@@ -977,6 +950,25 @@ def cached_composite_rows(key: str, seeds: int, _rep: core.MachineReport) -> lis
         bar.close()
 
 
+def report_picker(prefix: str, label: str, own: bool) -> tuple[core.MachineReport | None, str]:
+    """The measured machine: the bundled profile, an uploaded one (calibrated once, whichever page
+    asks), or with ``own`` none (the scenario's own values). Returns the report, or None, and an
+    identity for widget keys."""
+    options = ["bundled profile", "upload a profile (JSON from rcusim collect)"]
+    choice = st.radio(
+        label, [*options, "the scenario's own values"] if own else options, key=f"{prefix}|profile", horizontal=True
+    )
+    if choice.startswith("bundled"):
+        return cached_bundled_report(), "bundled"
+    if choice.startswith("upload"):
+        up = st.file_uploader("profile JSON", type=["json"], key=f"{prefix}|upload")
+        if up is not None:
+            data = up.getvalue()
+            return cached_report(data, up.name), core.digest(data)[:12]
+        st.caption("No file yet: using the scenario's own values." if own else "No file yet.")
+    return None, "own"
+
+
 def machine_page() -> None:
     prefix = "machine"
     st.title("This machine")
@@ -986,24 +978,9 @@ def machine_page() -> None:
         "composite benchmarks it never saw (`rcusim collect`, `rcusim calibrate`, `rcusim validate --profile`)."
     )
     with guard():
-        choice = st.radio(
-            "profile",
-            ["bundled profile (the development machine)", "upload a profile (JSON from rcusim collect)"],
-            key=f"{prefix}|source",
-            horizontal=True,
-        )
-        rep: core.MachineReport | None = None
-        key = "bundled"
-        if choice.startswith("bundled"):
-            rep = cached_bundled_report()
-        else:
-            up = st.file_uploader("profile JSON", type=["json"], key=f"{prefix}|upload")
-            if up is None:
-                st.caption("No file yet.")
-                return
-            data = up.getvalue()
-            rep = cached_report(data, up.name)
-            key = core.digest(data)[:12]
+        rep, key = report_picker(prefix, "profile", own=False)
+        if rep is None:
+            return
         st.caption(f"{rep.label}; {rep.note}")
         st.table(pd.DataFrame(core.machine_facts(rep)).set_index("fact"))
         for w in rep.report.get("warnings", []):
