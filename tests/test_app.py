@@ -76,6 +76,9 @@ def test_machine_page_shows_the_bundled_calibration_and_predicts_the_composites(
     assert not at.exception and not errors(at)
     facts = at.table[0].value
     assert facts.loc["kernel", "value"] and facts.loc["CPUs", "value"] == "2"
+    costs = at.dataframe[0].value
+    assert {"context_switch", "idle_hrtimers_per_s"} <= set(costs["parameter"])
+    assert set(costs["method"]) <= {"direct", "fit", "spread", "default"}
     at.number_input(key="machine|seeds").set_value(1)
     at.button(key="machine|run").click().run()
     assert not at.exception and not errors(at)

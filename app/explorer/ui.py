@@ -986,6 +986,15 @@ def machine_page() -> None:
         for w in rep.report.get("warnings", []):
             st.warning(w, icon=":material/warning:")
 
+        st.subheader("Calibrated costs")
+        st.markdown(
+            "Each cost the model runs this machine with: *direct* from a measurement, *fit* to simulated "
+            "microbenchmarks, *default* when nothing measures it (the params file of `rcusim calibrate` holds the same)."
+        )
+        params = _frame(core.parameter_rows(rep))
+        if len(params):
+            st.dataframe(params, hide_index=True, width="stretch")
+
         st.subheader("Microbenchmarks: fitted and predicted")
         st.markdown(
             "*Fitted* rows are the anchors the costs were fitted to; *check* rows were predicted from them. The band is "
