@@ -179,8 +179,8 @@ void item_idle_wakeups(item_ctx *ctx)
 			ss_add(&ctx->samples, gap_of(cnt[0][0], elapsed));
 			ss_add(&wheel, gap_of(cnt[1][0], elapsed));
 			ss_add(&kicks, gap_of(cnt[2][0], elapsed));
-			for (int k = 0; k < NCOUNTERS; k++)
-				total[k] += cnt[k][0];
+			for (int c = 0; c < NCOUNTERS; c++)
+				total[c] += cnt[c][0];
 			total_ns += elapsed;
 		}
 		spinners_stop(sp);
@@ -211,8 +211,8 @@ void item_idle_wakeups(item_ctx *ctx)
 			long long cnt[NCOUNTERS][MAX_MEASURED_CPUS];
 			int64_t elapsed;
 			failed = count_window(o->cpus + 1, measured - 1, window, cnt, &elapsed) < 0;
-			for (int k = 0; !failed && k < measured - 1; k++)
-				ss_add(&all, gap_of(cnt[0][k], elapsed));
+			for (int i = 0; !failed && i < measured - 1; i++)
+				ss_add(&all, gap_of(cnt[0][i], elapsed));
 		}
 		item_series_add(ctx, "all_idle", &all, "ns");
 		ss_free(&all);
