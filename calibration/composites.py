@@ -46,20 +46,10 @@ def _story(profile: Profile) -> str:
 
 
 def base_scenario(profile: Profile, name: str) -> dict[str, Any]:
-    kernel: dict[str, Any] = {
-        "preempt": profile.preempt,
-        "sched": profile.sched,
-        "wake_affine": profile.wake_affine,
-        "fork_balance": profile.fork_balance,
-        "timer_wheel": profile.timer_wheel,
-        "nohz_stats_kick": profile.nohz_stats_kick,
-    }
-    if profile.hz is not None:
-        kernel["hz"] = profile.hz
     return {
         "scenario": {"name": name, "seed": 1},
         "machine": {"cpus": profile.cpus, "name": profile.uname.nodename},
-        "kernel": kernel,
+        "kernel": profile.kernel_section(),
     }
 
 

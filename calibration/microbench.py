@@ -60,17 +60,22 @@ class Target:
     def of(cls, profile: Profile) -> Target:
         """The measured machine of ``profile``: its kernel facts as the profile reads them; two
         CPUs or more when it measured across CPUs, else one; HZ 1000 when unknown."""
+        kernel = profile.kernel_section()
+        kernel["hz"] = profile.hz or 1000
         return cls(
             cpus=max(2, profile.cpus) if profile.cpus >= 2 else 1,
-            hz=profile.hz or 1000,
-            preempt=profile.preempt,
-            sched=profile.sched,
-            wake_affine=profile.wake_affine,
-            fork_balance=profile.fork_balance,
-            timer_wheel=profile.timer_wheel,
-            nohz_stats_kick=profile.nohz_stats_kick,
             rcu=tuple(profile.rcu_section().items()),
+            **kernel,
         )
+
+    def kernel(self) -> dict[str, Any]:
+        """Its ``[kernel]`` keys (without ``rcu``): what a replica's machine is built with."""
+        return {f: getattr(self, f) for f in ("hz", *KERNEL_RULES)}
+
+
+KERNEL_RULES = ("preempt", "sched", "wake_affine", "fork_balance", "timer_wheel", "nohz_stats_kick")
+"""The :class:`Target` fields that are ``[kernel]`` keys of the same name
+(:meth:`calibration.profile.Profile.kernel_section`)."""
 
 
 class _Clock:
@@ -94,16 +99,7 @@ class _Clock:
 
 
 def _machine(costs: Costs, target: Target, seed: int) -> Machine:
-    kernel = KernelConfig(
-        hz=target.hz,
-        preempt=target.preempt,
-        sched=target.sched,
-        wake_affine=target.wake_affine,
-        fork_balance=target.fork_balance,
-        timer_wheel=target.timer_wheel,
-        nohz_stats_kick=target.nohz_stats_kick,
-    )
-    return Machine(Env(), MachineConfig(cpus=target.cpus), kernel, costs, Streams(seed))
+    return Machine(Env(), MachineConfig(cpus=target.cpus), KernelConfig(**target.kernel()), costs, Streams(seed))
 
 
 def _run(m: Machine, clock: _Clock, limit_ns: int = 60_000 * MS) -> None:
@@ -336,16 +332,7 @@ def gp_latency_run(costs: Costs, target: Target, *, busy: bool, calls: int = 60,
     data: dict[str, Any] = {
         "scenario": {"name": "gp-latency-replica", "seed": seed},
         "machine": {"cpus": target.cpus},
-        "kernel": {
-            "hz": target.hz,
-            "preempt": target.preempt,
-            "sched": target.sched,
-            "wake_affine": target.wake_affine,
-            "fork_balance": target.fork_balance,
-            "timer_wheel": target.timer_wheel,
-            "nohz_stats_kick": target.nohz_stats_kick,
-            "rcu": dict(target.rcu) or {"era": "v6"},
-        },
+        "kernel": {**target.kernel(), "rcu": dict(target.rcu) or {"era": "v6"}},
         "costs": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(costs).items()},
         "workload": {"kind": "gp_latency", "calls": calls, "busy": busy},
     }

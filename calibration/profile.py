@@ -366,6 +366,21 @@ class Profile(_Open):
             return "v6.9"
         return "v4.8" if version >= (4, 8) else "classic"
 
+    def kernel_section(self) -> dict[str, Any]:
+        """The scheduler and timer rules of the profile's kernel as rcusim's ``[kernel]`` keys
+        (``hz`` only when the profile knows it); ``[kernel.rcu]`` is :meth:`rcu_section`."""
+        kernel: dict[str, Any] = {
+            "preempt": self.preempt,
+            "sched": self.sched,
+            "wake_affine": self.wake_affine,
+            "fork_balance": self.fork_balance,
+            "timer_wheel": self.timer_wheel,
+            "nohz_stats_kick": self.nohz_stats_kick,
+        }
+        if self.hz is not None:
+            kernel["hz"] = self.hz
+        return kernel
+
     @property
     def nohz_stats_kick(self) -> bool:
         """rcusim's ``kernel.nohz_stats_kick``: the blocked-load update kick (NOHZ_STATS_KICK in
