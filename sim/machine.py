@@ -439,7 +439,7 @@ class CPU:
         "data", "act_eid", "_queue", "_eid", "_handlers", "_dispatch_b", "delayed", "load_avg",
         "active_mm", "asids", "next_asid", "cpu_load",
         "lb_next", "lb_last", "lb_interval", "lb_failed", "idle_at_tick", "nohz_recent", "active_balance",
-        "push_cpu", "migration", "blocked_since",
+        "push_cpu", "migration", "blocked_since", "tmigr_wakeup",
     )  # fmt: skip
 
     def __init__(self, machine: Machine, index: int) -> None:
@@ -477,6 +477,7 @@ class CPU:
         self.kick_pending = False
         self.nohz_balance = False  # kicked by a busy CPU's tick: its next pull is an idle balance
         self.blocked_since = -1  # when it last went idle after running a task (-1: never): its PELT blocked load
+        self.tmigr_wakeup = False  # it went idle last (no other CPU running a task): Machine.tmigr_last
         self.resched_pending = False
         self.ksoftirqd: Task | None = None
         self.ticks = 0
@@ -1137,6 +1138,8 @@ class CPU:
             self.curr = None
             if prev is not None:
                 self.blocked_since = now
+                if m.wheel_pull:
+                    m._tmigr_deactivate(self)
             if m.wheel_pull and self.jiffy_global:
                 self._keep_next_jiffy_timers(now)
             for hook in m.idle_enter_hooks:
@@ -1283,6 +1286,7 @@ class CPU:
             if gdue is not None:
                 # a CPU that wakes for a pinned timer expires its global ones itself
                 other = self._active_migrator() if due is None else None
+                holder = m.tmigr_last if other is None and due is None else None
                 if other is not None:
                     # tmigr_handle_remote(): the active CPU expires them in its timer softirq, at
                     # its own tick of this jiffy; the remote expiry adds no cost of its own here
@@ -1293,6 +1297,14 @@ class CPU:
                         return CPU._run_jiffy_timers(c, pulled)
 
                     m.interrupt(other, 0, remote)
+                elif holder is not None and holder is not self and holder.curr is None:
+                    # every CPU idle, and another went idle last: it holds the hierarchy's first
+                    # event and ticks for it; this CPU ticks too only if it was last itself when
+                    # it went idle (its own tick was programmed then). The first to run its timer
+                    # softirq expires them (Machine._tmigr_remote)
+                    runner = m._tmigr_remote(holder, gdue, now // period)
+                    if self.tmigr_wakeup:
+                        due = [runner]
                 else:
                     due = gdue if due is None else due + gdue
             if self.jiffy_timers or self.jiffy_global:
@@ -1497,6 +1509,7 @@ class Machine:
         # kernel.timer_wheel: jiffy timers rounded up to their bucket (4.8+) and pulled (6.9+)
         self.wheel_round = kernel.timer_wheel != "classic"
         self.wheel_pull = kernel.timer_wheel == "v6.9"
+        self.tmigr_last: CPU | None = None  # the CPU that went idle last while no other ran a task
         self.wheel_depth = lvl_depth(kernel.hz)
         # kernel.nohz_stats_kick: the blocked-load update kick, every LOAD_AVG_PERIOD (32 ms) in jiffies,
         # while an idle CPU's PELT load has not decayed (LOAD_AVG_MAX_N = 345 periods of 1024 us)
@@ -1584,6 +1597,8 @@ class Machine:
         self.handle(Yield, self._h_yield)
         self.handle(Call, self._h_call)
         install_channel_ops(self)
+        if costs.idle_task_wakeups_per_s:
+            self.call_at(0, self._spawn_idle_task)
         if not kernel.nohz_idle:
             for c in self.cpus:
                 c._start_tick()
@@ -1648,6 +1663,60 @@ class Machine:
         if tracer is not None:
             tracer.instant(dst.tid, name, self.env.now, args={"from": src.index if src else -1})
         self.interrupt(dst, self.jit_sched.apply(self.costs.ipi_handler), fn, self.jit_sched.apply(self.costs.ipi_latency))
+
+    def _spawn_idle_task(self) -> None:
+        """:attr:`Costs.idle_task_wakeups_per_s`: the machine's other processes as one task that
+        sleeps for Poisson gaps (an hrtimer on the CPU it sleeps on) and runs
+        :attr:`Costs.idle_task_work` when it wakes. It starts on a CPU drawn from its own
+        stream (made there, then free to run anywhere, as after a sched_setaffinity); after that
+        the model's wakeup placement moves it."""
+        gen = self.streams.get("idle_task")
+        mean = 1e9 / self.costs.idle_task_wakeups_per_s
+        work = CpuWork(self.costs.idle_task_work) if self.costs.idle_task_work else None
+        start = int(gen.integers(len(self.cpus)))
+
+        def script(task: Task) -> Script:
+            task.affinity = None
+            while True:
+                yield Sleep(self._poisson_delay(gen, mean))
+                if work is not None:
+                    yield work
+
+        self.spawn(script, "other-processes", affinity=[start])
+
+    def _tmigr_deactivate(self, cpu: CPU) -> None:
+        """``cpu`` goes idle after running a task (tmigr_cpu_deactivate, kernel/time/timer_migration.c).
+        If no other CPU runs a task it is the last one to go idle: the hierarchy hands it the first
+        global timer event of every idle CPU (``tmc->wakeup``), its own tick is programmed for it,
+        and it will expire the others' timers remotely (tmigr_handle_remote: an idle CPU with a
+        wakeup handles a group that has no migrator). Otherwise an active CPU is the migrator and
+        this one programs no tick for its global timers. The hierarchy's levels are not modelled."""
+        last = not any(c.curr is not None for c in self.cpus if c is not cpu)
+        cpu.tmigr_wakeup = last
+        if last:
+            self.tmigr_last = cpu
+
+    def _tmigr_remote(self, holder: CPU, batch: list[Callable[[CPU], int | None]], jiffy: int) -> Callable[[CPU], int]:
+        """The global timers ``batch`` of an idle CPU come due while every CPU is idle and
+        ``holder`` went idle last: ``holder`` wakes with a tick for them (its tick from idle, in
+        this jiffy's tick if it has one anyway) and expires them in its timer softirq
+        (tmigr_handle_remote); the owner, if its own tick was programmed for them, runs its global
+        base in its softirq too. Whichever gets there first expires them: the returned runner,
+        shared by both, runs them once."""
+        pending: list[list[Callable[[CPU], int | None]]] = [batch]
+
+        def runner(c: CPU) -> int:
+            if not pending:
+                return 0  # the other CPU got there first
+            return CPU._run_jiffy_timers(c, pending.pop())
+
+        own = holder.jiffy_timers.get(jiffy)
+        if own is not None and holder.tick_at == jiffy * self.tick_ns:
+            own.append(runner)  # its tick of this jiffy has yet to fire
+        else:
+            cost = self.jit_sched.apply(self.costs.tick) if self.tick_busy is None else self.tick_busy_cost(holder.index, jiffy)
+            self.interrupt(holder, cost, lambda c: c._tick_fn(c) + runner(c))
+        return runner
 
     @staticmethod
     def _poisson_delay(gen: np.random.Generator, mean: float) -> int:
@@ -2444,7 +2513,12 @@ class Machine:
         target = prev
         if waker is not None and waker is not prev and (aff is None or waker.index in aff):
             if waker.curr is None and waker.nr_queued == 0:
-                target = prev if prev.curr is None and prev.nr_queued == 0 else waker
+                # a wakeup from an idle CPU's interrupt: mainline keeps an idle previous CPU
+                # (wake_affine_idle); the packing guest runs the wakee where the interrupt came
+                if self.wake_affine_pack:
+                    target = waker
+                else:
+                    target = prev if prev.curr is None and prev.nr_queued == 0 else waker
             elif sync and waker.nr_running == 1:
                 target = waker
             elif prev.curr is None and prev.nr_queued == 0:

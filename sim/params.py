@@ -311,6 +311,30 @@ class Costs:
         source="collector: idle_wakeups (the local timer interrupts of an idle CPU while every other CPU spins, "
         "less its TIMER softirqs; rcusim calibrate); 0 (none) by default",
     )
+    idle_task_wakeups_per_s: int = knob(
+        0,
+        doc="wakeups of the machine's other processes (a daemon's or a tool's poll loop), per second, Poisson "
+        "arrivals: one task, not pinned, that sleeps on an hrtimer and runs idle_task_work each time it wakes. "
+        "Woken on the CPU it last ran on, it stays there while that CPU is idle and moves only when the "
+        "placement finds it busy; each seed draws the CPU it starts on (where a machine's other processes "
+        "sit is not measured). On an idle machine its runs decide which CPU goes idle last, and so which CPU "
+        "the timer-migration hierarchy wakes for the idle CPUs' global timers",
+        min=0,
+        max=100_000,
+        source="collector: idle_wakeups series context_switches (the context switches on a CPU the collector "
+        "leaves idle while every other spins; rcusim calibrate halves them: a run is a switch in and a switch "
+        "out); 0 (none) by default",
+    )
+    idle_task_work: int = knob(
+        36_600,
+        doc="CPU time of one idle_task_wakeups_per_s run",
+        unit="ns",
+        min=0,
+        source="development machine, a perf trace of the idle CPUs during membarrier(GLOBAL) calls (session 11, "
+        "docs/kernel/rcu-nocb-netns.md section 8): the sandbox's tool process, the one task that woke "
+        "there (20 times a second), ran a median 36.6 us (p10 33.4, p90 40.7) from its switch in to its "
+        "switch out; the collector does not measure it",
+    )
     timer_irq: int = knob(
         13_260,
         doc="an hrtimer interrupt that wakes a sleeper",

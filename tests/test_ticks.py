@@ -349,3 +349,104 @@ def test_calibrate_cli_passes_other_gaps_through(monkeypatch, tmp_path):
         with pytest.raises(Stop):
             main(["calibrate", GAPS_PROFILE, "--out", str(tmp_path / "p.toml"), "--no-progress", *extra])
         assert seen[-1] is want
+
+
+# ------------------------------------------------------------------ every CPU idle: the CPU that went idle last
+
+
+def _last_idle_machine(
+    cpu1_runs: tuple[float, float] | None, exit_ns: tuple[int, int] = (0, 0)
+) -> tuple[Machine, list[int], list[int]]:
+    """A task on CPU 0 runs at 0.5 ms and goes idle (CPU 1 idle then, unless busy): CPU 0 arms a
+    non-pinned timer for jiffy 2 (HZ 250: 8 ms) on its way. Optionally a task on CPU 1 runs from
+    ``cpu1_runs[0]`` to ``cpu1_runs[1]`` ms. Leaving idle takes ``exit_ns`` per CPU. Returns the
+    machine, the CPUs that ran the timer and each CPU's ticks from 7 ms on."""
+    m = Machine(Env(), MachineConfig(cpus=2), KernelConfig(hz=250, timer_wheel="v6.9"), ZERO_COSTS, Streams(1))
+    m.idle_exit_latency = lambda c: exit_ns[c.index]
+    ran: list[int] = []
+
+    def arm(task):
+        yield sleep(int(0.5 * MS))
+        m.cpus[0].add_jiffy_timer(2, lambda c: ran.append(c.index))
+        yield cpu(10_000)
+
+    m.spawn(arm, "arm", affinity=[0])
+    if cpu1_runs is not None:
+        start, end = cpu1_runs
+
+        def other(task):
+            yield sleep(int(start * MS))
+            yield cpu(int((end - start) * MS))
+
+        m.spawn(other, "other", affinity=[1])
+    m.env.run(until=m.env.timeout(7 * MS))
+    before = [c.ticks for c in m.cpus]
+    m.env.run(until=m.env.timeout(33 * MS))
+    return m, ran, [c.ticks - b for c, b in zip(m.cpus, before, strict=True)]
+
+
+def test_a_cpu_that_went_idle_last_with_every_other_idle_keeps_its_global_timer():
+    m, ran, ticks = _last_idle_machine(None)
+    assert ran == [0] and m.tmigr_last is m.cpus[0] and m.cpus[0].tmigr_wakeup
+    assert ticks == [1, 0]
+
+
+def test_a_cpu_that_goes_idle_last_later_wakes_for_the_others_timer_and_the_first_there_runs_it():
+    # CPU 1 runs a task after CPU 0 went idle: it goes idle last, so the hierarchy hands it CPU 0's
+    # timer (tmigr_cpu_deactivate) and it ticks for it; CPU 0 programmed its own tick for it when it
+    # was last itself. Both wake; whoever reaches its timer softirq first expires the timer, once
+    for exit_ns, winner in (((5_000, 1_000), 1), ((1_000, 5_000), 0)):
+        m, ran, ticks = _last_idle_machine((2.0, 3.0), exit_ns)
+        assert m.tmigr_last is m.cpus[1] and m.cpus[0].tmigr_wakeup
+        assert ran == [winner]
+        assert ticks == [1, 1]
+
+
+def test_a_cpu_that_went_idle_while_another_ran_programs_no_tick_for_its_global_timers():
+    # CPU 1 busy when CPU 0 goes idle: CPU 0 is not last and leaves its timer to the hierarchy;
+    # CPU 1, idle last at 5 ms, alone wakes for it
+    m, ran, ticks = _last_idle_machine((0.0, 5.0))
+    assert not m.cpus[0].tmigr_wakeup and m.tmigr_last is m.cpus[1]
+    assert ran == [1]
+    assert ticks == [0, 1]
+
+
+@pytest.mark.parametrize("rule,lands_on", [("pack", 1), ("weight", 0)])
+def test_a_wakeup_from_an_idle_cpus_interrupt_runs_where_the_guest_packs_it(rule, lands_on):
+    # the task last ran on CPU 0, idle now; an interrupt on idle CPU 1 wakes it. Mainline keeps it
+    # on its idle previous CPU (wake_affine_idle); the packing guest runs it on CPU 1, as the GP
+    # kthread ran after CPU 1 expired its timeout in the traces (README, rcu)
+    k = KernelConfig(hz=250, sched="eevdf", wake_affine=rule)
+    m = Machine(Env(), MachineConfig(cpus=2), k, ZERO_COSTS, Streams(1))
+    ran_on: list[int] = []
+
+    def sleeper(task):
+        yield sleep(1000 * MS)
+        ran_on.append(task.cpu)
+
+    t = m.spawn(sleeper, "sleeper", affinity=[0])
+    m.call_at(1 * MS, lambda: setattr(t, "affinity", None))
+    m.call_at(2 * MS, lambda: m.interrupt(m.cpus[1], 1_000, lambda c: m.wake(t, c)))
+    m.env.run(until=m.env.timeout(5 * MS))
+    assert ran_on == [lands_on]
+
+
+def _other_processes(seed: int, rate: int = 40) -> Machine:
+    c = dataclasses.replace(ZERO_COSTS, idle_task_wakeups_per_s=rate, idle_task_work=20_000)
+    m = Machine(Env(), MachineConfig(cpus=2), KernelConfig(hz=250, sched="eevdf", wake_affine="pack"), c, Streams(seed))
+    m.env.run(until=m.env.timeout(2000 * MS))
+    return m
+
+
+def test_the_other_processes_run_as_often_as_measured_from_a_cpu_each_seed_draws():
+    runs = {}
+    for seed in range(1, 9):
+        m = _other_processes(seed)
+        (t,) = [x for x in m.tasks if x.name == "other-processes"]
+        # 40 a second for 2 s: about 80 sleeps (Poisson: 55-105 here), each run 20 us of work
+        assert 55 <= t.nvcsw <= 105 and t.run_ns == pytest.approx(20_000 * t.nvcsw, abs=20_000)
+        runs[seed] = (t.cpu, t.nvcsw)
+    # an idle machine keeps it where it started, and the seeds start it on either CPU
+    assert {cpu_ for cpu_, _ in runs.values()} == {0, 1}
+    assert runs[1] == (_other_processes(1).tasks[0].cpu, _other_processes(1).tasks[0].nvcsw)
+    assert not [x for x in _other_processes(1, rate=0).tasks]
