@@ -1316,8 +1316,7 @@ class CPU:
                 due = gdue if due is None else due + gdue
             self.tick_on = True
             self._arm_tick_at(now + period)
-        cost = m.jit_sched.apply(m.costs.tick) if m.tick_busy is None else m.tick_busy_cost(self.index, now // period)
-        self.raise_irq(cost, self._tick_fn if due is None else lambda c: self._tick_due(c, due))
+        self.raise_irq(m.tick_cost(self.index, now // period), self._tick_fn if due is None else lambda c: self._tick_due(c, due))
 
     def _tick_due(self, cpu: CPU, due: list[Callable[[CPU], int | None]]) -> int:
         return self._tick_fn(cpu) + CPU._run_jiffy_timers(cpu, due)
@@ -1714,8 +1713,7 @@ class Machine:
         if own is not None and holder.tick_at == jiffy * self.tick_ns:
             own.append(runner)  # its tick of this jiffy has yet to fire
         else:
-            cost = self.jit_sched.apply(self.costs.tick) if self.tick_busy is None else self.tick_busy_cost(holder.index, jiffy)
-            self.interrupt(holder, cost, lambda c: c._tick_fn(c) + runner(c))
+            self.interrupt(holder, self.tick_cost(holder.index, jiffy), lambda c: c._tick_fn(c) + runner(c))
         return runner
 
     @staticmethod
@@ -1746,6 +1744,11 @@ class Machine:
         if cpu.state == IDLE:
             cpu.raise_irq(self.jit_sched.apply(self.costs.timer_irq), None)
         self.call_at(self._poisson_delay(self._own_hr_gen, self._own_hr_mean), self._own_hrtimer, cpu)
+
+    def tick_cost(self, cpu: int, jiffy: int) -> int:
+        """One tick handler's duration on CPU ``cpu`` in ``jiffy``: :attr:`Costs.tick` with jitter,
+        or the measured table's (:meth:`tick_busy_cost`)."""
+        return self.jit_sched.apply(self.costs.tick) if self.tick_busy is None else self.tick_busy_cost(cpu, jiffy)
 
     def tick_busy_cost(self, cpu: int, jiffy: int) -> int:
         """The tick handler's duration on CPU ``cpu`` in ``jiffy`` from :attr:`Costs.tick_busy`:
@@ -2495,10 +2498,13 @@ class Machine:
         the waker's CPU; with a spinner sharing the waker's CPU, none do. Under ftrace the same
         machine runs the expedited-GP kthread_worker on the requester's CPU (kernel/rcu/tree_exp.h
         synchronize_rcu_expedited_queue_work, a plain wake_up_process), not on the idle CPU. A
-        wakeup from interrupt context is not packed: in a `perf` trace of `membarrier(GLOBAL)`
+        wakeup from a busy CPU's interrupt is not packed: in a `perf` trace of `membarrier(GLOBAL)`
         calls with a user-mode spinner on the other CPU, every wakeup of the GP kthread from the
         spinner's CPU's timer softirq (the pulled FQS timeout) went to the kthread's idle
-        previous CPU, as mainline's wake_affine_idle sends it (README, rcu)."""
+        previous CPU, as mainline's wake_affine_idle sends it. A wakeup from an idle CPU's
+        interrupt is: in traces of idle calls the GP kthread ran on the CPU whose timer softirq
+        woke it, its previous CPU idle (9 of 9 visible cases; mainline would keep the previous
+        CPU). README, rcu."""
         aff = t.affinity
         if (
             self.wake_affine_pack
