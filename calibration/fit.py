@@ -300,6 +300,8 @@ NOT_MEASURED: dict[str, str] = {
     "migration": "no collector item isolates the cache refill after a migration",
     "balance": "no collector item isolates one load-balancing pass",
     "softirq_entry": "no collector item isolates softirq entry/exit",
+    "idle_task_work": "no collector item times the other processes' runs (a perf trace of the development machine: "
+    "36.6 us median, sim/params.py)",
 }
 
 JITTER_INPUTS = ("pipe_write", "pipe_read")
@@ -349,7 +351,7 @@ ASID_MISS = OptionalDirect(
 PCID; a profile of collector 0.5.0 before the ring series keeps 0, with a warning."""
 
 
-def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -> tuple[Estimate, Estimate]:
+def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -> tuple[Estimate, Estimate, Estimate]:
     """``Costs.idle_timers_per_s`` and ``idle_hrtimers_per_s`` from ``idle_wakeups``: an idle CPU's
     TIMER softirqs (timer-wheel expiries: a wakeup that runs a tick) and its other local timer
     interrupts (hrtimers), per second, while every other CPU spins; the measured CPUs' totals
@@ -357,6 +359,12 @@ def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -
     0.13.0's item counted only the local timer interrupts: all are taken as hrtimers then (on
     the development machine 26 of 284 were wheel timers), with a warning. Without the item both
     are 0, with a warning.
+
+    The third, ``Costs.idle_task_wakeups_per_s``, is the runs of the machine's other tasks in
+    the same windows (collector 0.15.0's series ``context_switches``, two switches a run); the
+    hrtimer interrupts that woke them are then no longer bare ones, so ``idle_hrtimers_per_s``
+    keeps only what is left of the local timer interrupts (at least 0: a run can also be woken
+    by another CPU). Before 0.15.0 it is 0 and the hrtimers stay as they were.
 
     Why the split matters: a wheel timer wakes an idle CPU at a tick edge, and that tick from
     idle notes an RCU quiescent state; an hrtimer wakes it between ticks, and only makes it
@@ -384,10 +392,22 @@ def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -
         return (
             Estimate("idle_timers_per_s", 0.0, None, None, "default", f"not measured: {why}", (), fix),
             Estimate("idle_hrtimers_per_s", 0.0, None, None, "default", f"not measured: {why}", (), fix),
+            Estimate("idle_task_wakeups_per_s", 0.0, None, None, "default", f"not measured: {why}", (), fix),
         )
     seconds = float(item.params.get("seconds") or 0.0)
     events = float(item.params.get("events") or 0.0)
     wheel = item.get_series("timer_softirq")
+    switches = item.get_series("context_switches")
+    no_tasks = Estimate(
+        "idle_task_wakeups_per_s",
+        0.0,
+        None,
+        None,
+        "default",
+        "not measured: the idle_wakeups item has no context_switches series (collector < 0.15.0)",
+        (),
+        "re-collect idle_wakeups with collector 0.15.0",
+    )
     if wheel is None or seconds <= 0:
         # collector 0.13.0: the local timer interrupts only, their rate from the windows' median gap
         gap = float(item.stats.median or 0.0)
@@ -409,9 +429,24 @@ def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -
                 "(collector 0.13.0: all taken as hrtimers)",
                 ("idle_wakeups",),
             ),
+            no_tasks,
         )
     n_wheel = float(wheel.params.get("events") or 0.0)
     n_hr = max(0.0, events - n_wheel)
+    tasks = no_tasks
+    if switches is not None:
+        n_runs = float(switches.params.get("events") or 0.0) / 2.0
+        tasks = est(
+            "idle_task_wakeups_per_s",
+            n_runs / seconds,
+            n_runs,
+            seconds,
+            "idle_wakeups.context_switches params events / 2 / seconds: the runs of other tasks on a CPU the "
+            "collector leaves idle while every other spins (a switch in and one out each), per second; on the "
+            "development machine the sandbox's tool process, kworkers, kcompactd, the RCU GP kthread (a perf trace)",
+            ("idle_wakeups.context_switches",),
+        )
+        n_hr = max(0.0, n_hr - n_runs)
     return (
         est(
             "idle_timers_per_s",
@@ -428,9 +463,11 @@ def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -
             n_hr,
             seconds,
             "idle_wakeups params events / seconds - the same of .timer_softirq: the idle CPU's local timer interrupts "
-            "that ran no wheel timer (hrtimers: a task's sleep or timeout), per second",
-            ("idle_wakeups", "idle_wakeups.timer_softirq"),
+            "that ran no wheel timer (hrtimers: a task's sleep or timeout), per second"
+            + ("" if switches is None else ", less idle_task_wakeups_per_s (those woke a task), at least 0"),
+            ("idle_wakeups", "idle_wakeups.timer_softirq") + (() if switches is None else ("idle_wakeups.context_switches",)),
         ),
+        tasks,
     )
 
 
@@ -961,13 +998,14 @@ def calibrate(
     jitter = _jitter(samples, med["clock_read"])
     mm = optional_direct(profile, MM_SWITCH, bootstrap, rng_seed, warnings)
     asid = optional_direct(profile, ASID_MISS, bootstrap, rng_seed, warnings)
-    idle_timers, idle_hrtimers = idle_wakeup_estimates(profile, warnings)
+    idle_timers, idle_hrtimers, idle_tasks = idle_wakeup_estimates(profile, warnings)
     fixed = {
         "jitter_cv": jitter,
         "mm_switch": mm.value,
         "asid_miss": asid.value,
         "idle_timers_per_s": idle_timers.value,
         "idle_hrtimers_per_s": idle_hrtimers.value,
+        "idle_task_wakeups_per_s": idle_tasks.value,
         **{p: float(getattr(base, p)) for p in NOT_MEASURED},
     }
 
@@ -1113,6 +1151,7 @@ def calibrate(
     estimates[asid.param] = asid
     estimates[idle_timers.param] = idle_timers
     estimates[idle_hrtimers.param] = idle_hrtimers
+    estimates[idle_tasks.param] = idle_tasks
 
     rows: list[OutcomeRow] = []
     for o in outcomes:

@@ -179,10 +179,21 @@ def test_costs_defaults_are_the_bundled_calibration():
     assert doc["calibration"]["profile_sha256"] == hashlib.sha256(COSTS_ORIGIN.read_bytes()).hexdigest()
     defaults = Costs()
     for f in dataclasses.fields(Costs):
-        if f.name in ("tick_busy", "other_gaps", "other_gaps_per_s", "idle_timers_per_s", "idle_hrtimers_per_s"):
-            # measured tables and rates (collector 0.10.0+, 0.11.0+, 0.13.0+), empty or 0 by default:
-            # runs as before they existed
+        if f.name in (
+            "tick_busy",
+            "other_gaps",
+            "other_gaps_per_s",
+            "idle_timers_per_s",
+            "idle_hrtimers_per_s",
+            "idle_task_wakeups_per_s",
+        ):
+            # measured tables and rates (collector 0.10.0+, 0.11.0+, 0.13.0+, 0.15.0+), empty or 0 by
+            # default: runs as before they existed
             assert not getattr(defaults, f.name) and f.name not in params.costs and "collector" in f.metadata["source"]
+            continue
+        if f.name == "idle_task_work":
+            # a perf trace's figure (no collector item times it); used only with idle_task_wakeups_per_s
+            assert f.name not in params.costs and "perf trace" in f.metadata["source"]
             continue
         d, v = getattr(defaults, f.name), params.costs[f.name]
         if f.name in ("mm_switch", "asid_miss"):
@@ -332,13 +343,14 @@ def test_idle_wakeup_rates_are_the_idle_cpus_timer_softirqs_and_other_timer_inte
     t, h = cal.estimates["idle_timers_per_s"], cal.estimates["idle_hrtimers_per_s"]
     assert t.method == h.method == "direct"
     assert t.value == pytest.approx(wheel.params["events"] / seconds)
-    assert h.value == pytest.approx((item.params["events"] - wheel.params["events"]) / seconds)
+    runs = profile.series("idle_wakeups", "context_switches").params["events"] / 2  # collector 0.15.0
+    assert h.value == pytest.approx(max(0.0, item.params["events"] - wheel.params["events"] - runs) / seconds)
     assert t.low <= t.value <= t.high and h.low <= h.value <= h.high
     assert cal.costs_mapping()["idle_hrtimers_per_s"] == round(h.value)
     # collector 0.13.0 counted the local timer interrupts only: all are taken as hrtimers
     raw = json.loads(DEFAULT_PROFILE.read_text())
     it = raw["items"]["idle_wakeups"]
-    it["series"] = [x for x in it["series"] if x["label"] not in ("timer_softirq", "sched_softirq")]
+    it["series"] = [x for x in it["series"] if x["label"] not in ("timer_softirq", "sched_softirq", "context_switches")]
     for k in ("events", "seconds"):
         it["params"].pop(k)
     old = fit.calibrate(validate_profile(raw, "old"), seeds=1, bootstrap=0)
@@ -351,6 +363,31 @@ def test_idle_wakeup_rates_are_the_idle_cpus_timer_softirqs_and_other_timer_inte
         e = none.estimates[k]
         assert e.method == "default" and e.value == 0 == getattr(Costs(), k)
     assert sum("idle_timers_per_s, idle_hrtimers_per_s" in w for w in none.warnings) == 1
+
+
+def test_other_processes_runs_are_half_the_idle_windows_context_switches_and_no_longer_bare_hrtimers():
+    raw = json.loads(DEFAULT_PROFILE.read_text())
+    it = raw["items"]["idle_wakeups"]
+    it["series"] = [x for x in it["series"] if x["label"] != "context_switches"]
+    seconds, loc = it["params"]["seconds"], it["params"]["events"]
+    wheel = next(x for x in it["series"] if x["label"] == "timer_softirq")["params"]["events"]
+    before = fit.calibrate(validate_profile(copy.deepcopy(raw), "0.14"), seeds=1, bootstrap=0)
+    assert before.estimates["idle_task_wakeups_per_s"].value == 0
+    assert before.estimates["idle_task_wakeups_per_s"].method == "default"
+    assert before.estimates["idle_hrtimers_per_s"].value == pytest.approx((loc - wheel) / seconds)
+    for switches in (40, 4 * loc):  # fewer runs than hrtimer interrupts, and more (woken from elsewhere)
+        series = copy.deepcopy(next(x for x in it["series"] if x["label"] == "timer_softirq"))
+        series["label"] = "context_switches"
+        series["params"]["events"] = switches
+        r = copy.deepcopy(raw)
+        r["items"]["idle_wakeups"]["series"].append(series)
+        cal = fit.calibrate(validate_profile(r, "0.15"), seeds=1, bootstrap=0)
+        e = cal.estimates["idle_task_wakeups_per_s"]
+        assert e.method == "direct" and e.value == pytest.approx(switches / 2 / seconds)
+        assert e.low is not None and e.high is not None and e.low <= e.value <= e.high
+        h = cal.estimates["idle_hrtimers_per_s"]
+        assert h.value == pytest.approx(max(0.0, loc - wheel - switches / 2) / seconds)
+        assert cal.costs_mapping()["idle_task_wakeups_per_s"] == round(e.value)
 
 
 def test_profile_without_context_switch_process_keeps_mm_switch_0_and_says_so():

@@ -170,11 +170,17 @@ def test_quick_run_parses_and_has_every_item(collector, tmp_path):
         assert all(0 < v <= 1.01 * window for v in idle["samples"])
         labels = [x["label"] for x in idle["series"]]
         n = idle["params"]["measured_cpus"]
-        assert labels == [*labels[:n], "timer_softirq", "sched_softirq", "all_idle"]
+        # the idle CPU's context switches come from a cpu-wide perf counter: root (or a permissive
+        # kernel.perf_event_paranoid) only
+        switches = ["context_switches"] if profile["root"] or "context_switches" in labels else []
+        assert labels == [*labels[:n], "timer_softirq", "sched_softirq", *switches, "all_idle"]
         wheel = idle["series"][n]
         # the wheel timers are among the local timer interrupts; the totals give the rates
         assert 0 <= wheel["params"]["events"] <= idle["params"]["events"]
         assert wheel["params"]["seconds"] == idle["params"]["seconds"] > 0
+        if switches:
+            runs = idle["series"][n + 2]["params"]
+            assert runs["events"] >= 0 and runs["seconds"] == idle["params"]["seconds"]
     else:
         assert idle["status"] == "skipped" and idle["reason"]
     assert profile["settings_changed"] == []
@@ -219,7 +225,7 @@ def _run_unprivileged(collector: Path, args: list[str]) -> subprocess.CompletedP
 
 
 def test_non_root_run_skips_netns_with_reason(collector):
-    res = _run_unprivileged(collector, ["--quick", "--items", "syscall,netns_create"])
+    res = _run_unprivileged(collector, ["--quick", "--items", "syscall,netns_create,idle_wakeups"])
     assert res.returncode == 0, res.stderr
     profile = json.loads(res.stdout)
     assert profile["root"] is False
@@ -228,6 +234,11 @@ def test_non_root_run_skips_netns_with_reason(collector):
     assert "root" in netns["reason"]
     assert netns["samples"] == [] and netns["stats"]["count"] == 0
     assert profile["items"]["syscall"]["status"] == "ok"
+    idle = profile["items"]["idle_wakeups"]
+    paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
+    if idle["status"] == "ok" and paranoid.exists() and int(paranoid.read_text()) > 0:
+        # counting a whole CPU's context switches needs root: the item runs without that series
+        assert "context_switches" not in [x["label"] for x in idle["series"]]
 
 
 def _children_of(pid: int) -> set[int]:

@@ -17,14 +17,21 @@
  * the same windows' TIMER softirqs (timer-wheel expiries: the wakeups that run a
  * tick) and SCHED softirqs (on an idle CPU the kicks a busy CPU's tick sends it:
  * nohz balance, blocked-load updates, kernel/sched/fair.c nohz_balancer_kick);
+ * series "context_switches" the context switches on the measured CPU in the
+ * same windows (the runs of other tasks there: a daemon's poll loop, kworkers),
+ * which decide which CPU of an idle machine goes idle last and so takes the
+ * timer-migration hierarchy's events (rcusim: Costs.idle_task_wakeups_per_s);
  * series "all_idle" counts the CPUs other than the collector's own with no
  * spinner at all.
  */
 #include "collector.h"
 
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define MAX_MEASURED_CPUS 4 /* bounds the run time on large machines */
 
@@ -89,16 +96,43 @@ static int read_counters(long long counts[][4096])
 	return 0;
 }
 
+/* A counter of the context switches on `cpu`, whatever task runs (a cpu-wide software perf
+ * event), or -1: counting a whole CPU needs root (or kernel.perf_event_paranoid <= 0). */
+static int open_switch_counter(int cpu)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_SOFTWARE;
+	a.size = sizeof(a);
+	a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	return (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static long long read_switches(int fd)
+{
+	long long v;
+	return fd >= 0 && read(fd, &v, sizeof(v)) == (ssize_t)sizeof(v) ? v : -1;
+}
+
 /* One window of `window` ns: for each of the n CPUs and each counter, the events counted into
- * cnt[counter][i]; the window's length into *elapsed. 0, or -1 when a table could not be read. */
-static int count_window(const int *cpus, int n, int64_t window, long long cnt[][MAX_MEASURED_CPUS], int64_t *elapsed)
+ * cnt[counter][i]; the window's length into *elapsed; the context switches on each CPU into
+ * sw[i] when fds[i] is a counter (-1 otherwise). 0, or -1 when a table could not be read. */
+static int count_window(const int *cpus, int n, int64_t window, long long cnt[][MAX_MEASURED_CPUS], int64_t *elapsed,
+			const int *fds, long long *sw)
 {
 	static long long before[NCOUNTERS][4096], after[NCOUNTERS][4096];
+	long long s0[MAX_MEASURED_CPUS];
 	if (read_counters(before) < 0)
 		return -1;
+	for (int i = 0; i < n; i++)
+		s0[i] = read_switches(fds[i]);
 	int64_t t0 = now_ns();
 	sleep_ns(window);
 	int64_t t1 = now_ns();
+	for (int i = 0; i < n; i++) {
+		long long s1 = read_switches(fds[i]);
+		sw[i] = s0[i] >= 0 && s1 >= s0[i] ? s1 - s0[i] : -1;
+	}
 	if (read_counters(after) < 0)
 		return -1;
 	for (int k = 0; k < NCOUNTERS; k++)
@@ -131,7 +165,10 @@ void item_idle_wakeups(item_ctx *ctx)
 			 "between wakeups, ns (the window's length if there was none). The first %d allowed CPUs in "
 			 "turn, series cpuN; series timer_softirq and sched_softirq: the same windows' TIMER softirqs "
 			 "(timer-wheel expiries) and SCHED softirqs (the kicks of the busy CPUs' nohz balance and "
-			 "blocked-load updates) of /proc/softirqs; series all_idle: the other CPUs' local timer "
+			 "blocked-load updates) of /proc/softirqs; series context_switches: the context switches on "
+			 "the measured CPU in the same windows (a cpu-wide software perf event, root only), i.e. the "
+			 "runs of other tasks there, a switch in and one out each; series "
+			 "all_idle: the other CPUs' local timer "
 			 "interrupts with no spinner, the collector's thread sleeping on the first allowed CPU. params events and seconds: the measured CPUs' totals "
 			 "(local timer interrupts at the top, each counter in its series), which give the rates also "
 			 "where a window saw no event.",
@@ -152,10 +189,13 @@ void item_idle_wakeups(item_ctx *ctx)
 	struct pinned pm;
 	pm.ok = get_self_affinity(&pm.saved) == 0;
 	int failed = 0;
-	sampleset wheel, kicks;
+	sampleset wheel, kicks, switches;
 	ss_init(&wheel);
 	ss_init(&kicks);
+	ss_init(&switches);
 	long long total[NCOUNTERS] = {0};
+	long long total_switches = 0;
+	int have_switches = 1;
 	int64_t total_ns = 0;
 	for (int k = 0; k < measured && !failed; k++) {
 		int cpu = o->cpus[k];
@@ -165,13 +205,17 @@ void item_idle_wakeups(item_ctx *ctx)
 			if (o->cpus[i] != cpu)
 				others[n++] = o->cpus[i];
 		pin_self_to_cpu(others[0]);
+		int fd = open_switch_counter(cpu);
+		if (fd < 0)
+			have_switches = 0;
 		struct spinners *sp = spinners_start(others, n);
 		sampleset s;
 		ss_init(&s);
 		for (long w = 0; w < windows; w++) {
 			long long cnt[NCOUNTERS][MAX_MEASURED_CPUS];
 			int64_t elapsed;
-			if (count_window(&cpu, 1, window, cnt, &elapsed) < 0) {
+			long long sw;
+			if (count_window(&cpu, 1, window, cnt, &elapsed, &fd, &sw) < 0) {
 				failed = 1;
 				break;
 			}
@@ -179,11 +223,19 @@ void item_idle_wakeups(item_ctx *ctx)
 			ss_add(&ctx->samples, gap_of(cnt[0][0], elapsed));
 			ss_add(&wheel, gap_of(cnt[1][0], elapsed));
 			ss_add(&kicks, gap_of(cnt[2][0], elapsed));
+			if (sw < 0) {
+				have_switches = 0;
+			} else {
+				ss_add(&switches, gap_of(sw, elapsed));
+				total_switches += sw;
+			}
 			for (int c = 0; c < NCOUNTERS; c++)
 				total[c] += cnt[c][0];
 			total_ns += elapsed;
 		}
 		spinners_stop(sp);
+		if (fd >= 0)
+			close(fd);
 		char label[32];
 		snprintf(label, sizeof(label), "cpu%d", cpu);
 		jv *ent = item_series_add(ctx, label, &s, "ns");
@@ -200,9 +252,15 @@ void item_idle_wakeups(item_ctx *ctx)
 		e = item_series_add(ctx, "sched_softirq", &kicks, "ns");
 		jv_set(jv_get(e, "params"), "events", jv_int(total[2]));
 		jv_set(jv_get(e, "params"), "seconds", jv_num((double)total_ns / NS_PER_SEC));
+		if (have_switches) {
+			e = item_series_add(ctx, "context_switches", &switches, "ns");
+			jv_set(jv_get(e, "params"), "events", jv_int(total_switches));
+			jv_set(jv_get(e, "params"), "seconds", jv_num((double)total_ns / NS_PER_SEC));
+		}
 	}
 	ss_free(&wheel);
 	ss_free(&kicks);
+	ss_free(&switches);
 	if (!failed) {
 		pin_self_to_cpu(o->cpus[0]);
 		sampleset all;
@@ -210,7 +268,9 @@ void item_idle_wakeups(item_ctx *ctx)
 		for (long w = 0; w < windows && !failed; w++) {
 			long long cnt[NCOUNTERS][MAX_MEASURED_CPUS];
 			int64_t elapsed;
-			failed = count_window(o->cpus + 1, measured - 1, window, cnt, &elapsed) < 0;
+			const int nofds[MAX_MEASURED_CPUS] = {-1, -1, -1, -1};
+			long long sw[MAX_MEASURED_CPUS];
+			failed = count_window(o->cpus + 1, measured - 1, window, cnt, &elapsed, nofds, sw) < 0;
 			for (int i = 0; !failed && i < measured - 1; i++)
 				ss_add(&all, gap_of(cnt[0][i], elapsed));
 		}
