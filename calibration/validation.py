@@ -145,3 +145,70 @@ class Story:
     machine: str
     rows: Callable[[StoryOptions], list[Row]]
     reference: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One composite figure over several collections of a machine (``rcusim validate`` with
+    more than one ``--profile``): how many of them the model predicts within the target, and
+    the spread of its errors. Each collection is calibrated by itself; the spread says how far a
+    prediction for this machine can be trusted beyond one collection's run-to-run luck."""
+
+    metric: str
+    config: str
+    unit: str
+    profiles: int
+    within: int
+    target: float
+    min_error: float
+    median_error: float
+    max_error: float
+    min_reference: float
+    max_reference: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "config": self.config,
+            "unit": self.unit,
+            "profiles": self.profiles,
+            "within_target": self.within,
+            "target": self.target,
+            "error_min": self.min_error,
+            "error_median": self.median_error,
+            "error_max": self.max_error,
+            "reference_min": self.min_reference,
+            "reference_max": self.max_reference,
+        }
+
+
+def spreads(rows: list[Row]) -> list[Spread]:
+    """The predicted rows of profiles (story ``profile:...``) grouped by metric and by the
+    configuration's label (the part of ``config`` before its first colon, e.g. ``groups_2``),
+    in the order they first appear; a group needs rows of two profiles or more."""
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        if r.story.startswith("profile:") and r.role == "predicted" and r.target is not None:
+            groups.setdefault((r.metric, r.config.split(":", 1)[0]), []).append(r)
+    out = []
+    for (metric, config), rs in groups.items():
+        errors = sorted(r.rel_error for r in rs if math.isfinite(r.rel_error))
+        if len({r.story for r in rs}) < 2 or not errors:
+            continue
+        target = max(r.target for r in rs if r.target is not None)
+        out.append(
+            Spread(
+                metric,
+                config,
+                rs[0].unit,
+                len(rs),
+                sum(r.ok for r in rs),
+                target,
+                errors[0],
+                float(np.median(errors)),
+                errors[-1],
+                min(r.reference for r in rs),
+                max(r.reference for r in rs),
+            )
+        )
+    return out

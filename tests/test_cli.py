@@ -151,3 +151,29 @@ def test_validate_check_reports_a_stale_fit(monkeypatch, capsys):
     rc, out, _ = run_cli(["validate", "netns-2014", "--check", "--json"], capsys)
     row = json.loads(out)["rows"][0]
     assert rc == 0 and row["ok"] and row["tolerance"] == FIT_TOLERANCE and row["target"] is None
+
+
+def test_validate_several_profiles_adds_each_figures_spread(capsys):
+    # two collections of the development machine, each with its own params file
+    pair = ["calibration/profiles/default.json", "calibration/profiles/history/dev-2026-11-22T2321.json"]
+    rc, out, err = run_cli(["validate", "--profile", *pair, "--seeds", "1", "--json"], capsys)
+    assert rc == 0, err
+    assert "profile 1/2" in err and "profile 2/2" in err  # progress on stderr only
+    doc = json.loads(out)
+    rows = [r for r in doc["rows"] if r["role"] == "predicted"]
+    assert {r["story"] for r in rows} == {"profile:default", "profile:dev-2026-11-22T2321"}
+    spread = {(s["metric"], s["config"]): s for s in doc["spread"]}
+    assert ("PI-futex throughput", "threads_2") in spread and ("messaging time", "groups_1") in spread
+    for (metric, config), s in spread.items():
+        mine = [r for r in rows if r["metric"] == metric and r["config"].split(":", 1)[0] == config]
+        assert s["profiles"] == len(mine) == 2
+        assert s["within_target"] == sum(r["ok"] for r in mine)
+        errors = sorted(r["rel_error"] for r in mine)
+        assert s["error_min"] == errors[0] and s["error_max"] == errors[-1]
+        assert s["reference_min"] == min(r["reference"] for r in mine)
+    # one profile: no spread
+    rc, out, _ = run_cli(["validate", "--profile", pair[1], "--seeds", "1", "--json"], capsys)
+    assert rc == 0 and "spread" not in json.loads(out)
+    # one params file cannot serve two profiles
+    rc, _, err = run_cli(["validate", "--profile", *pair, "--params", "calibration/profiles/default-params.toml"], capsys)
+    assert rc == 2 and "--params" in err and "each profile then uses its PROFILE-params.toml" in err

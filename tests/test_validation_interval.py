@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from calibration.validation import Row, error_interval
+from calibration.validation import Row, error_interval, spreads
 
 MEDIAN = lambda runs: np.median(runs, axis=1)  # noqa: E731
 MEAN = lambda runs: np.mean(runs, axis=1)  # noqa: E731
@@ -48,3 +49,22 @@ def test_row_json_carries_the_interval():
     r = Row("s", "m", "c", 10.0, 12.0, "s", "predicted", 0.25, "src", interval=(0.1, 0.3))
     assert r.to_json()["interval"] == [0.1, 0.3]
     assert Row("s", "m", "c", 10.0, 12.0, "s", "predicted", 0.25, "src").to_json()["interval"] is None
+
+
+def test_spreads_group_the_profiles_rows_by_figure():
+    def row(story: str, config: str, ref: float, sim: float, role: str = "predicted") -> Row:
+        return Row(story, "m", config, ref, sim, "s", role, 0.25, "src")  # type: ignore[arg-type]
+
+    rows = [
+        row("profile:a", "g1: one", 1.0, 1.1),
+        row("profile:b", "g1: one", 2.0, 1.0),
+        row("profile:c", "g1: one", 1.0, 0.9),
+        row("profile:a", "g2: two", 1.0, 1.0),  # one profile only: no spread
+        row("netns-2014", "g1: one", 1.0, 5.0),  # a story's row is not a profile's
+        row("profile:b", "g3: fit", 1.0, 1.0, role="fitted"),
+        row("profile:c", "g3: fit", 1.0, 1.0, role="fitted"),
+    ]
+    (s,) = spreads(rows)
+    assert (s.config, s.profiles, s.within) == ("g1", 3, 2)
+    assert (s.min_error, s.median_error, s.max_error) == pytest.approx((-0.5, -0.1, 0.1))
+    assert (s.min_reference, s.max_reference) == (1.0, 2.0)

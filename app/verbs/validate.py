@@ -7,7 +7,7 @@ import json
 import sys
 
 from calibration import stories
-from calibration.validation import Row, StoryOptions
+from calibration.validation import Row, Spread, StoryOptions, spreads
 from sim.errors import ConfigError, RcusimError
 
 VERB = "validate"
@@ -23,11 +23,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument(
         "--profile",
         metavar="FILE",
-        help="also validate the held-back composite benchmarks of this measured profile "
+        nargs="+",
+        action="extend",
+        help="also validate the held-back composite benchmarks of this measured profile; several "
+        "(collections of one machine) add a table of each figure's spread over them "
         "(--all adds the bundled profile calibration/profiles/default.json)",
     )
     v.add_argument(
-        "--params", metavar="FILE", help="calibrated parameters for --profile (default: PROFILE-params.toml, or calibrate now)"
+        "--params",
+        metavar="FILE",
+        help="calibrated parameters for a single --profile (default: PROFILE-params.toml, or calibrate now)",
     )
     v.add_argument("--seeds", type=int, default=3, help="replications per simulated figure (default 3)")
     v.add_argument("--json", action="store_true", help='print {"rows": [...]}')
@@ -98,29 +103,65 @@ def print_rows(rows: list[Row], out) -> None:  # type: ignore[no-untyped-def]
     Console(file=out, width=160).print(t)
 
 
+def print_spreads(rows: list[Spread], out) -> None:  # type: ignore[no-untyped-def]
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="across the profiles (each calibrated by itself)", title_justify="left")
+    for col in ("metric", "config", "profiles", "within target", "error: min", "median", "max", "measured"):
+        t.add_column(col, justify="left" if col in ("metric", "config") else "right")
+    for s in rows:
+        t.add_row(
+            s.metric,
+            s.config,
+            str(s.profiles),
+            f"{s.within} (±{100 * s.target:.0f}%)",
+            f"{100 * s.min_error:+.0f}%",
+            f"{100 * s.median_error:+.0f}%",
+            f"{100 * s.max_error:+.0f}%",
+            f"{s.min_reference:.4g}..{s.max_reference:.4g} {s.unit}",
+        )
+    Console(file=out, width=160).print(t)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise ConfigError("--seeds", f"{args.seeds} is below 1", "use at least one seed")
     names = list(stories.NAMES) if args.all else list(args.names)
     if args.all:
         names = [n for n in names if stories.get(n) is not None]
-    profile_path = args.profile
-    if profile_path is None and args.all:
+    profile_paths = list(args.profile or [])
+    if not profile_paths and args.all:
         from calibration.profile import DEFAULT_PROFILE
 
-        profile_path = str(DEFAULT_PROFILE) if DEFAULT_PROFILE.is_file() else None
-    if not names and not profile_path:
+        profile_paths = [str(DEFAULT_PROFILE)] if DEFAULT_PROFILE.is_file() else []
+    if not names and not profile_paths:
         raise ConfigError("NAME", "no story given", f"name one of {', '.join(stories.NAMES)}, use --all or --profile FILE")
+    if args.params and len(profile_paths) > 1:
+        raise ConfigError(
+            "--params",
+            f"names one params file for {len(profile_paths)} profiles",
+            "leave it out: each profile then uses its PROFILE-params.toml, or is calibrated",
+        )
     rows = collect_rows(names, args.seeds)
     pending: list[str] = []
-    if profile_path:
-        rows_p, pending = profile_rows(profile_path, args.params, args.seeds)
+    for i, path in enumerate(profile_paths):
+        if len(profile_paths) > 1:
+            print(f"profile {i + 1}/{len(profile_paths)}: {path}", file=sys.stderr, flush=True)
+        rows_p, pending_p = profile_rows(path, args.params, args.seeds)
         rows += rows_p
+        pending += [p for p in pending_p if p not in pending]
+    spread = spreads(rows)
     if args.json:
-        json.dump({"rows": [r.to_json() for r in rows], "pending": pending}, sys.stdout)
+        doc: dict[str, object] = {"rows": [r.to_json() for r in rows], "pending": pending}
+        if spread:
+            doc["spread"] = [s.to_json() for s in spread]
+        json.dump(doc, sys.stdout)
         sys.stdout.write("\n")
     else:
         print_rows(rows, sys.stdout)
+        if spread:
+            print_spreads(spread, sys.stdout)
         for p in pending:
             print(f"not yet validated: {p}")
         for r in rows:
