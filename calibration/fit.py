@@ -286,9 +286,11 @@ GP_NOTE = (
 )
 
 GP_MEAN_NOTE = (
-    "mean: how often a call takes the fast mode, i.e. the idle CPU woke in the jiffy before the FQS timeout "
-    "and so kept it and ticked for it (README, rcu: the nohz blocked-load kick, and the idle CPU's own timers "
-    "idle_timers_per_s and idle_hrtimers_per_s, 0 without the idle_wakeups item)"
+    "mean: how often a call takes the other mode. Busy: the fast one, when the idle CPU woke in the jiffy "
+    "before the FQS timeout and so kept it and ticked for it; idle: the slow one, when a task ran on the other "
+    "CPU, which then went idle last and took the timeout (README, rcu: the nohz blocked-load kick, the idle CPU's "
+    "own timers idle_timers_per_s and idle_hrtimers_per_s, the other processes idle_task_wakeups_per_s; 0 "
+    "without the idle_wakeups item)"
 )
 
 RING_NOTE = (
@@ -352,7 +354,8 @@ PCID; a profile of collector 0.5.0 before the ring series keeps 0, with a warnin
 
 
 def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -> tuple[Estimate, Estimate, Estimate]:
-    """``Costs.idle_timers_per_s`` and ``idle_hrtimers_per_s`` from ``idle_wakeups``: an idle CPU's
+    """``Costs.idle_timers_per_s``, ``idle_hrtimers_per_s`` and ``idle_task_wakeups_per_s`` from
+    ``idle_wakeups``. The first two are an idle CPU's
     TIMER softirqs (timer-wheel expiries: a wakeup that runs a tick) and its other local timer
     interrupts (hrtimers), per second, while every other CPU spins; the measured CPUs' totals
     (``params.events`` / ``params.seconds``), 95 % intervals as Poisson counts. Collector

@@ -344,7 +344,8 @@ def gp_latency(costs: Costs, target: Target, *, busy: bool, calls: int = 60, see
     """:func:`gp_latency_run`'s median latency in ns (the histogram's, buckets at most 1.6 %
     wide), or with ``stat = "mean"`` its mean. A check: the grace period is made of the tick,
     the FQS timeouts and where they run, the busy CPU's blocked-load kicks and the idle CPU's
-    own wakeups (``Costs.idle_timers_per_s``, ``idle_hrtimers_per_s``), none of which is fitted."""
+    own wakeups (``Costs.idle_timers_per_s``, ``idle_hrtimers_per_s``) and the machine's other
+    processes (``idle_task_wakeups_per_s``: which CPU goes idle last), none of which is fitted."""
     res = gp_latency_run(costs, target, busy=busy, calls=calls, seed=seed)
     return float(res.latency["synchronize_ns"][stat])
 

@@ -309,7 +309,8 @@ class Costs:
         min=0,
         max=100_000,
         source="collector: idle_wakeups (the local timer interrupts of an idle CPU while every other CPU spins, "
-        "less its TIMER softirqs; rcusim calibrate); 0 (none) by default",
+        "less its TIMER softirqs and, from collector 0.15.0, less idle_task_wakeups_per_s; rcusim calibrate); 0 "
+        "(none) by default",
     )
     idle_task_wakeups_per_s: int = knob(
         0,
