@@ -6,9 +6,11 @@ through), and the "pack" placement that spares a wakeup from interrupt context."
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.machine import Machine
-from sim.ops import BLOCKED, Call, cpu
+from sim.ops import BLOCKED, Call, cpu, sleep
 from sim.timerwheel import calc_wheel_index, lvl_depth
 from sim.units import MS
 
@@ -127,3 +129,54 @@ def test_pack_keeps_a_task_wakeup_but_not_one_from_an_interrupt(from_irq: bool) 
     m.spawn(waker_script, "waker", affinity=[1])
     m.env.run(until=m.env.timeout(20 * MS))
     assert placed == ([0] if from_irq else [1])
+
+
+# ------------------------------------------------------------------ random machines (Hypothesis)
+
+burst = st.tuples(st.integers(0, 40 * MS), st.integers(1, 3000), st.integers(0, 6))  # start, run us, timer jiffies (0: none)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cpus=st.integers(2, 4),
+    plan=st.lists(st.lists(burst, max_size=6), min_size=4, max_size=4),
+    exits=st.lists(st.integers(0, 30_000), min_size=4, max_size=4),
+    pinned=st.booleans(),
+)
+def test_every_global_timer_runs_once_at_its_jiffy_whoever_is_idle_or_last(cpus, plan, exits, pinned) -> None:
+    """Tasks run bursts on their CPUs and arm timers as they go; whichever CPUs are busy, idle,
+    or went idle last, and however long each takes to leave idle, every timer runs exactly once,
+    on one CPU, at its (rounded) jiffy: pulled by a running CPU, expired by the CPU that went idle
+    last, or by its own, never lost and never twice (Machine._tmigr_remote's race)."""
+    m = machine(cpus=cpus, hz=HZ, kernel={"timer_wheel": "v6.9"})
+    m.idle_exit_latency = lambda c: exits[c.index]
+    armed: list[tuple[int, int]] = []  # (id, earliest jiffy)
+    fired: dict[int, list[tuple[int, int]]] = {}
+
+    def arm(c, delta: int) -> int:  # type: ignore[no-untyped-def]
+        k = len(armed)
+        now_j = m.env.now // J
+        armed.append((k, now_j + delta))
+        c.add_jiffy_timer(now_j + delta, lambda x: fired.setdefault(k, []).append((m.env.now, x.index)) or 0, pinned=pinned)
+        return 0
+
+    for i in range(cpus):
+        bursts = sorted(plan[i])
+
+        def script(task, bursts=bursts):  # type: ignore[no-untyped-def]
+            for start, run_us, delta in bursts:
+                if start > m.env.now:
+                    yield sleep(start - m.env.now)
+                if delta:
+                    yield Call(lambda c, t, d=delta: arm(c, d))
+                yield cpu(run_us * 1000)
+
+        m.spawn(script, f"t{i}", affinity=[i])
+    m.env.run(until=m.env.timeout(80 * MS))
+    for k, earliest in armed:
+        runs = fired.get(k, [])
+        assert len(runs) == 1, (k, runs)
+        t, _ = runs[0]
+        # level-0 timers run one jiffy after their expiry at the latest (calc_index), plus the
+        # time the CPU that runs them takes to leave idle
+        assert earliest * J <= t <= (earliest + 1) * J + max(exits), (k, earliest, t)
