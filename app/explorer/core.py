@@ -979,12 +979,14 @@ GP_ITEMS = {False: "membarrier_global", True: "membarrier_global_busy"}
 
 
 def gp_distribution_rows(
-    rep: MachineReport, busy: bool, calls: int = 300, seed: int = 1, bin_ms: float = 0.25
+    rep: MachineReport, busy: bool, calls: int = 300, seeds: int = 4, bin_ms: float = 0.25
 ) -> list[dict[str, Any]]:
     """The normal grace period's latency as the machine measured it (``membarrier_global``,
     ``membarrier_global_busy``) and as the calibrated model gives it (the calibration's replica,
-    ``calibration.microbench.gp_latency_run``): the share of calls per ``bin_ms`` bin, one row
-    per (source, bin). Empty when the profile lacks the item."""
+    ``calibration.microbench.gp_latency_run``, its ``calls`` spread over ``seeds`` seeds: each
+    seed puts the machine's other processes, ``Costs.idle_task_wakeups_per_s``, on a CPU of its
+    own drawing, and that decides how often an idle call is slow): the share of calls per
+    ``bin_ms`` bin, one row per (source, bin). Empty when the profile lacks the item."""
     from calibration.fit import make_costs
     from calibration.microbench import Target, gp_latency_run
 
@@ -999,8 +1001,12 @@ def gp_distribution_rows(
 
     for v in item.samples:
         add("measured", v / MS, 1.0, len(item.samples))
-    res = gp_latency_run(make_costs(rep.params.costs), Target.of(rep.profile), busy=busy, calls=calls, seed=seed)
-    model = res.series["latency"]
+    costs, target = make_costs(rep.params.costs), Target.of(rep.profile)
+    model = [
+        r
+        for seed in range(1, seeds + 1)
+        for r in gp_latency_run(costs, target, busy=busy, calls=max(1, calls // seeds), seed=seed).series["latency"]
+    ]
     total = sum(r["calls"] for r in model)
     for r in model:
         add("model", r["ms"], r["calls"], total)

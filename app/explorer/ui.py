@@ -1026,8 +1026,10 @@ def machine_page() -> None:
         st.subheader("A normal grace period: the machine and the model")
         st.markdown(
             "`membarrier(MEMBARRIER_CMD_GLOBAL)` called 1 ms apart from CPU 0 (the profile's samples) against the "
-            "calibration's replica on the model (300 calls). On a 6.9+ kernel with the other CPU busy the timer-migration "
-            "pull makes two modes; how often the fast one is taken depends on the idle CPU's own timers (README, rcu)."
+            "calibration's replica on the model (300 calls over 4 seeds). On a 6.9+ kernel the timer-migration hierarchy "
+            "makes two modes, 7 and 15 ms. With the other CPU busy, how often the fast one is taken depends on the idle "
+            "CPU's own wakeups; with both idle, how often the slow one is taken depends on the other processes' runs on "
+            "the other CPU, which then goes idle last and takes the FQS timeout (README, rcu)."
         )
         for busy, title in ((False, "other CPUs idle"), (True, "other CPUs busy (a user-mode spinner each)")):
             rows = cached_gp_rows(key, busy, rep)
