@@ -474,6 +474,42 @@ def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -
     )
 
 
+def other_call_rcu_estimate(profile: Profile) -> Estimate:
+    """``Costs.other_call_rcu_per_s`` from ``idle_wakeups.gp_kthread`` (collector 0.16.0): the RCU
+    grace-period kthread's sleeps while every CPU is idle, halved. On an idle machine each grace
+    period someone asks for is a wakeup of the kthread to start it and one for the FQS scan that
+    ends it (a second scan adds one: the estimate is then a little high; a call_rcu() that joins
+    a grace period already asked for is not counted: then low). 95 % interval as a Poisson
+    count. Before 0.16.0 it is 0 (the model's idle machine asks for no grace period of its own)."""
+    item = profile.items.get("idle_wakeups")
+    s = item.get_series("gp_kthread") if item is not None and item.status == "ok" else None
+    seconds = float(s.params.get("seconds") or 0.0) if s is not None else 0.0
+    if s is None or seconds <= 0:
+        return Estimate(
+            "other_call_rcu_per_s",
+            0.0,
+            None,
+            None,
+            "default",
+            "not measured: the idle_wakeups item has no gp_kthread series (collector < 0.16.0)",
+            (),
+            "re-collect idle_wakeups with collector 0.16.0",
+        )
+    n = float(s.params.get("events") or 0.0) / 2.0
+    half = 1.96 * math.sqrt(n) / seconds
+    return Estimate(
+        "other_call_rcu_per_s",
+        n / seconds,
+        max(0.0, n / seconds - half),
+        n / seconds + half,
+        "direct",
+        "idle_wakeups.gp_kthread params events / 2 / seconds: the grace periods the idle machine's other activity "
+        "asks for, per second (the GP kthread sleeps twice in each: its start, the FQS scan that ends it)",
+        ("idle_wakeups.gp_kthread",),
+        f"idle_wakeups collected {profile.collected('idle_wakeups')}",
+    )
+
+
 NETNS_TOOL_RUNS = {"ip": 6, "sysctl": 1}
 """Tool runs per router of the collector's fake-router script as the ``netns`` workload runs it
 (``steps = "full"``, no helpers): ``ip netns add``, two ``ip netns exec`` (each an ``ip`` that
@@ -1002,6 +1038,7 @@ def calibrate(
     mm = optional_direct(profile, MM_SWITCH, bootstrap, rng_seed, warnings)
     asid = optional_direct(profile, ASID_MISS, bootstrap, rng_seed, warnings)
     idle_timers, idle_hrtimers, idle_tasks = idle_wakeup_estimates(profile, warnings)
+    other_rcu = other_call_rcu_estimate(profile)
     fixed = {
         "jitter_cv": jitter,
         "mm_switch": mm.value,
@@ -1009,6 +1046,7 @@ def calibrate(
         "idle_timers_per_s": idle_timers.value,
         "idle_hrtimers_per_s": idle_hrtimers.value,
         "idle_task_wakeups_per_s": idle_tasks.value,
+        "other_call_rcu_per_s": other_rcu.value,
         **{p: float(getattr(base, p)) for p in NOT_MEASURED},
     }
 
@@ -1155,6 +1193,7 @@ def calibrate(
     estimates[idle_timers.param] = idle_timers
     estimates[idle_hrtimers.param] = idle_hrtimers
     estimates[idle_tasks.param] = idle_tasks
+    estimates[other_rcu.param] = other_rcu
 
     rows: list[OutcomeRow] = []
     for o in outcomes:

@@ -326,6 +326,17 @@ class Costs:
         "leaves idle while every other spins; rcusim calibrate halves them: a run is a switch in and a switch "
         "out); 0 (none) by default",
     )
+    other_call_rcu_per_s: int = knob(
+        0,
+        doc="call_rcu() calls of the machine's other activity, per second (Poisson arrivals, each on a CPU drawn "
+        "at random; the RCU model posts them): on an idle machine each asks for a grace period of its own, so a "
+        "synchronize_rcu() caller can find one under way and wait for its end and then a whole one",
+        min=0,
+        max=100_000,
+        source="collector: idle_wakeups series gp_kthread (the RCU grace-period kthread's sleeps while every CPU "
+        "is idle; rcusim calibrate halves them: on an idle machine a grace period is a wakeup to start it and "
+        "one for the FQS scan that ends it); 0 (none) by default",
+    )
     idle_task_work: int = knob(
         36_600,
         doc="CPU time of one idle_task_wakeups_per_s run",

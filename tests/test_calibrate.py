@@ -186,6 +186,7 @@ def test_costs_defaults_are_the_bundled_calibration():
             "idle_timers_per_s",
             "idle_hrtimers_per_s",
             "idle_task_wakeups_per_s",
+            "other_call_rcu_per_s",
         ):
             # measured tables and rates (collector 0.10.0+, 0.11.0+, 0.13.0+, 0.15.0+), empty or 0 by
             # default: runs as before they existed
@@ -388,6 +389,21 @@ def test_other_processes_runs_are_half_the_idle_windows_context_switches_and_no_
         h = cal.estimates["idle_hrtimers_per_s"]
         assert h.value == pytest.approx(max(0.0, loc - wheel - switches / 2) / seconds)
         assert cal.costs_mapping()["idle_task_wakeups_per_s"] == round(e.value)
+
+
+def test_other_call_rcu_is_half_the_gp_kthreads_sleeps_on_an_idle_machine():
+    raw = json.loads(DEFAULT_PROFILE.read_text())
+    it = raw["items"]["idle_wakeups"]
+    it["series"] = [x for x in it["series"] if x["label"] != "gp_kthread"]
+    before = fit.other_call_rcu_estimate(validate_profile(copy.deepcopy(raw), "0.15"))
+    assert before.method == "default" and before.value == 0 == Costs().other_call_rcu_per_s
+    series = copy.deepcopy(next(x for x in it["series"] if x["label"] == "timer_softirq"))
+    series["label"] = "gp_kthread"
+    series["params"] = {"events": 38, "seconds": 5.0, "kthreads": 1}
+    it["series"].append(series)
+    e = fit.other_call_rcu_estimate(validate_profile(raw, "0.16"))
+    assert e.method == "direct" and e.value == pytest.approx(38 / 2 / 5.0)
+    assert e.low is not None and e.high is not None and e.low < e.value < e.high
 
 
 def test_profile_without_context_switch_process_keeps_mm_switch_0_and_says_so():

@@ -173,7 +173,12 @@ def test_quick_run_parses_and_has_every_item(collector, tmp_path):
         # the idle CPU's context switches come from a cpu-wide perf counter: root (or a permissive
         # kernel.perf_event_paranoid) only
         switches = ["context_switches"] if profile["root"] or "context_switches" in labels else []
-        assert labels == [*labels[:n], "timer_softirq", "sched_softirq", *switches, "all_idle"]
+        # the RCU grace-period kthread's sleeps while every CPU idles (0.16.0; absent if none is found)
+        gp = ["gp_kthread"] if "gp_kthread" in labels else []
+        assert labels == [*labels[:n], "timer_softirq", "sched_softirq", *switches, "all_idle", *gp]
+        if gp:
+            g = idle["series"][-1]["params"]
+            assert g["events"] >= 0 and g["seconds"] > 0 and g["kthreads"] >= 1
         wheel = idle["series"][n]
         # the wheel timers are among the local timer interrupts; the totals give the rates
         assert 0 <= wheel["params"]["events"] <= idle["params"]["events"]

@@ -84,6 +84,25 @@ def test_other_tasks_on_an_idle_machine_make_some_calls_slow(costs) -> None:  # 
     assert all(abs(b["ms"] - 15.0) < 0.3 for b in slow)
 
 
+def test_a_grace_period_others_asked_for_makes_an_idle_call_wait_for_its_end_and_one_more(costs) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    quiet = dataclasses.replace(costs, idle_timers_per_s=0, idle_hrtimers_per_s=0, idle_task_wakeups_per_s=0)
+    target = _target("v6.9")
+    others = dataclasses.replace(quiet, other_call_rcu_per_s=20)
+    slow = {}
+    for seed in (1, 2, 3, 4):
+        assert all(b["ms"] < 10 for b in gp_latency_run(quiet, target, busy=False, calls=100, seed=seed).series["latency"])
+        for b in gp_latency_run(others, target, busy=False, calls=200, seed=seed).series["latency"]:
+            if b["ms"] > 10:
+                slow[round(b["ms"])] = slow.get(round(b["ms"]), 0) + b["calls"]
+    # a call that finds a grace period under way waits for its end and then a whole one of its own:
+    # 15 ms when it began in the same jiffy, 11 ms when a jiffy earlier (the machine's two slow
+    # idle modes of that route, docs/kernel/rcu-nocb-netns.md section 8); 20 a second, about 7 ms a call
+    assert 40 <= sum(slow.values()) <= 250 and slow.get(15, 0) > sum(slow.values()) / 2
+    assert set(slow) <= {11, 15, 19, 23}
+
+
 def test_calibrate_reports_the_grace_period_checks() -> None:
     profile = load_profile(PROFILE)
     cal = calibrate(profile, seeds=1, bootstrap=0)

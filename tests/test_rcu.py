@@ -362,3 +362,29 @@ def test_v39_synchronize_on_idle_machine_is_pushed_within_a_jiffy():
     syncs = times[1::2]
     assert len(syncs) == 20 and max(syncs) < 4 * MS  # one jiffy at HZ=250
     assert sorted(syncs)[10] < 1 * MS
+
+
+@pytest.mark.parametrize("era", ["v6", "v3.13"])
+def test_other_activitys_call_rcu_makes_an_idle_machine_run_grace_periods(era):
+    """Costs.other_call_rcu_per_s: callbacks of the machine's other activity on random CPUs, each
+    asking for a grace period; an idle CPU that holds one keeps its tick until it is invoked."""
+
+    def idle_machine(rate: int, seed: int = 1):  # type: ignore[no-untyped-def]
+        k = KernelConfig(hz=250, wake_affine="prev")
+        m = Machine(Env(), MachineConfig(cpus=2), k, Costs(jitter_cv=0.0, other_call_rcu_per_s=rate), Streams(seed))
+        r = Rcu(m, RcuConfig(era=era))
+        m.env.run(until=m.env.timeout(2_000 * MS))
+        return m, r
+
+    m, r = idle_machine(20)
+    gps = r.metrics()["grace_periods"]
+    invoked = r.metrics()["callbacks_invoked"]
+    # 20 a second for 2 s: about 40 callbacks (Poisson: 25-58 here), every one invoked by now
+    # but those of the last few jiffies; close ones share a grace period
+    assert 25 <= invoked <= 58 and 0.5 * invoked <= gps <= invoked
+    assert {c.index for c in m.cpus if c.ticks} == {0, 1}  # both CPUs held some and ticked for them
+    m0, r0 = idle_machine(0)
+    assert r0.metrics()["grace_periods"] == 0 and all(c.ticks == 0 for c in m0.cpus)
+    keys = ("grace_periods", "callbacks_invoked", "gp_latency_mean_ms")
+    again, other = idle_machine(20)[1].metrics(), idle_machine(20, seed=2)[1].metrics()
+    assert [again[k] for k in keys] == [r.metrics()[k] for k in keys] != [other[k] for k in keys]

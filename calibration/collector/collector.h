@@ -21,7 +21,7 @@
 #include <sys/types.h>
 
 #define COLLECTOR_NAME "rcusim-collector"
-#define COLLECTOR_VERSION "0.15.0"
+#define COLLECTOR_VERSION "0.16.0"
 #define PROFILE_SCHEMA_VERSION 1
 #define PROFILE_KIND "rcusim-profile"
 

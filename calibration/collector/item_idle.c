@@ -26,6 +26,8 @@
  */
 #include "collector.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
@@ -142,6 +144,48 @@ static int count_window(const int *cpus, int n, int64_t window, long long cnt[][
 	return 0;
 }
 
+/* The pids of the RCU grace-period kthreads (comm rcu_preempt or rcu_sched), at most max; their
+ * count. */
+static int find_gp_kthreads(int *pids, int max)
+{
+	DIR *d = opendir("/proc");
+	int n = 0;
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < max) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		char path[300];
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		char *comm = read_file_trim(path);
+		if (comm && (strcmp(comm, "rcu_preempt") == 0 || strcmp(comm, "rcu_sched") == 0))
+			pids[n++] = atoi(de->d_name);
+		free(comm);
+	}
+	closedir(d);
+	return n;
+}
+
+/* The summed voluntary context switches of the tasks pids (their sleeps), or -1. */
+static long long gp_kthread_switches(const int *pids, int n)
+{
+	long long total = 0;
+	for (int i = 0; i < n; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/status", pids[i]);
+		char *text = read_file(path, NULL);
+		char *p = text ? strstr(text, "\nvoluntary_ctxt_switches:") : NULL;
+		if (!p) {
+			free(text);
+			return -1;
+		}
+		total += strtoll(p + 26, NULL, 10);
+		free(text);
+	}
+	return total;
+}
+
 /* The mean gap between n events in a window of `elapsed` ns (the window's length for none). */
 static double gap_of(long long n, int64_t elapsed) { return n > 0 ? (double)elapsed / (double)n : (double)elapsed; }
 
@@ -169,7 +213,10 @@ void item_idle_wakeups(item_ctx *ctx)
 			 "the measured CPU in the same windows (a cpu-wide software perf event, root only), i.e. the "
 			 "runs of other tasks there, a switch in and one out each; series "
 			 "all_idle: the other CPUs' local timer "
-			 "interrupts with no spinner, the collector's thread sleeping on the first allowed CPU. params events and seconds: the measured CPUs' totals "
+			 "interrupts with no spinner, the collector's thread sleeping on the first allowed CPU; series "
+			 "gp_kthread: in those windows the sleeps (voluntary context switches) of the RCU grace-period "
+			 "kthread, which on an idle machine runs the grace periods others ask for, two sleeps each "
+			 "(its start, the FQS scan that ends it). params events and seconds: the measured CPUs' totals "
 			 "(local timer interrupts at the top, each counter in its series), which give the rates also "
 			 "where a window saw no event.",
 		    windows, (long long)(window / NS_PER_MS), MAX_MEASURED_CPUS);
@@ -263,19 +310,40 @@ void item_idle_wakeups(item_ctx *ctx)
 	ss_free(&switches);
 	if (!failed) {
 		pin_self_to_cpu(o->cpus[0]);
-		sampleset all;
+		sampleset all, gp;
 		ss_init(&all);
+		ss_init(&gp);
+		int pids[8];
+		int npids = find_gp_kthreads(pids, (int)ARRAY_LEN(pids));
+		long long gp_total = 0;
+		int64_t gp_ns = 0;
 		for (long w = 0; w < windows && !failed; w++) {
 			long long cnt[NCOUNTERS][MAX_MEASURED_CPUS];
 			int64_t elapsed;
 			const int nofds[MAX_MEASURED_CPUS] = {-1, -1, -1, -1};
 			long long sw[MAX_MEASURED_CPUS];
+			long long g0 = npids ? gp_kthread_switches(pids, npids) : -1;
 			failed = count_window(o->cpus + 1, measured - 1, window, cnt, &elapsed, nofds, sw) < 0;
+			long long g1 = npids ? gp_kthread_switches(pids, npids) : -1;
 			for (int i = 0; !failed && i < measured - 1; i++)
 				ss_add(&all, gap_of(cnt[0][i], elapsed));
+			if (g0 >= 0 && g1 >= g0) {
+				ss_add(&gp, gap_of(g1 - g0, elapsed));
+				gp_total += g1 - g0;
+				gp_ns += elapsed;
+			} else {
+				npids = 0; /* a kthread gone or unreadable: no series */
+			}
 		}
 		item_series_add(ctx, "all_idle", &all, "ns");
+		if (npids && gp_ns > 0) {
+			jv *e = item_series_add(ctx, "gp_kthread", &gp, "ns");
+			jv_set(jv_get(e, "params"), "events", jv_int(gp_total));
+			jv_set(jv_get(e, "params"), "seconds", jv_num((double)gp_ns / NS_PER_SEC));
+			jv_set(jv_get(e, "params"), "kthreads", jv_int(npids));
+		}
 		ss_free(&all);
+		ss_free(&gp);
 	}
 	if (pm.ok)
 		pin_self_to_set(&pm.saved);

@@ -233,6 +233,28 @@ class Rcu:
         self._op_fqs_wait = Call(self._fqs_wait)
         self._op_fqs_scan = Call(self._fqs_scan)
         self.gp_task = m.spawn(self._gp_kthread, "rcu_sched" if not self.cfg.preemptible else "rcu_preempt", kthread=True)
+        if m.costs.other_call_rcu_per_s:
+            self._others_gen = m.streams.get("other_call_rcu")
+            self._others_mean = 1e9 / m.costs.other_call_rcu_per_s
+            m.call_at(m._poisson_delay(self._others_gen, self._others_mean), self._other_call_rcu)
+
+    def _other_call_rcu(self) -> None:
+        """:attr:`Costs.other_call_rcu_per_s`: a call_rcu() of the machine's other activity (a
+        daemon freeing something, a kworker) on a CPU drawn at random, from an interrupt there whose
+        handler costs the call_rcu() (the activity itself is priced by
+        Costs.idle_task_wakeups_per_s and the idle CPUs' timers). Its callback asks for a grace
+        period like any other."""
+        m = self.m
+        m.interrupt(m.cpus[int(self._others_gen.integers(len(m.cpus)))], 0, self._other_callback)
+        m.call_at(m._poisson_delay(self._others_gen, self._others_mean), self._other_call_rcu)
+
+    def _other_callback(self, cpu: CPU) -> int:
+        extra = self.queue(cpu, Callback(self.cfg.cb_invoke, None, self.cfg.lazy, self.env.now, cpu.index))
+        if cpu.curr is None and not cpu.tick_on and self.m.kernel.nohz_idle and (not self.v313 or not self.cfg.fast_no_hz):
+            # tick_nohz_irq_exit: rcu_needs_cpu() keeps the tick of an idle CPU that holds callbacks
+            # (with RCU_FAST_NO_HZ the idle entry after the interrupt arms its wakeup instead)
+            cpu._start_tick()
+        return self.jit.apply(self.cfg.call_rcu) + extra
 
     # ------------------------------------------------------------------ GP numbers
     @property
