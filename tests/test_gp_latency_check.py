@@ -46,7 +46,9 @@ def test_the_round_up_adds_a_jiffy_to_the_first_fqs_wait(costs) -> None:  # type
 def test_an_idle_cpu_woken_before_the_fqs_timeout_keeps_it_and_the_gp_is_fast(costs, kick, hrtimers) -> None:  # type: ignore[no-untyped-def]
     import dataclasses
 
-    none = dataclasses.replace(costs, idle_timers_per_s=0, idle_hrtimers_per_s=0, idle_task_wakeups_per_s=0)
+    none = dataclasses.replace(
+        costs, idle_timers_per_s=0, idle_hrtimers_per_s=0, idle_task_wakeups_per_s=0, other_call_rcu_per_s=0
+    )
     some = dataclasses.replace(none, idle_hrtimers_per_s=hrtimers)
     plain = _target("v6.9")
     fast = gp_latency(none, plain, busy=False, calls=50, stat="mean")
@@ -67,7 +69,9 @@ def test_an_idle_cpu_woken_before_the_fqs_timeout_keeps_it_and_the_gp_is_fast(co
 def test_other_tasks_on_an_idle_machine_make_some_calls_slow(costs) -> None:  # type: ignore[no-untyped-def]
     import dataclasses
 
-    none = dataclasses.replace(costs, idle_timers_per_s=0, idle_hrtimers_per_s=0, idle_task_wakeups_per_s=0)
+    none = dataclasses.replace(
+        costs, idle_timers_per_s=0, idle_hrtimers_per_s=0, idle_task_wakeups_per_s=0, other_call_rcu_per_s=0
+    )
     some = dataclasses.replace(none, idle_task_wakeups_per_s=30)
     target = _target("v6.9")
     slow = []
@@ -87,7 +91,9 @@ def test_other_tasks_on_an_idle_machine_make_some_calls_slow(costs) -> None:  # 
 def test_a_grace_period_others_asked_for_makes_an_idle_call_wait_for_its_end_and_one_more(costs) -> None:  # type: ignore[no-untyped-def]
     import dataclasses
 
-    quiet = dataclasses.replace(costs, idle_timers_per_s=0, idle_hrtimers_per_s=0, idle_task_wakeups_per_s=0)
+    quiet = dataclasses.replace(
+        costs, idle_timers_per_s=0, idle_hrtimers_per_s=0, idle_task_wakeups_per_s=0, other_call_rcu_per_s=0
+    )
     target = _target("v6.9")
     others = dataclasses.replace(quiet, other_call_rcu_per_s=20)
     slow = {}
