@@ -37,8 +37,10 @@ def test_calibrate_reports_the_wake_checks_when_the_profile_has_them():
     assert set(rows) == {"wake_1us", "wake_4us", "wake_40us"}
     assert all(o.role == "check" for o in rows.values())
     assert rows["wake_4us"].item == "wake_by_sleep_age.d_4000ns"
-    # the model's wakeup ignores the idle age: one simulated figure for all three
-    assert len({o.simulated for o in rows.values()}) == 1
+    # the model's wakeup ignores the idle age: the same figure for all three but for the runs of the
+    # machine's other processes (Costs.idle_task_wakeups_per_s) that fall into a trial
+    sims = [o.simulated for o in rows.values()]
+    assert max(sims) - min(sims) <= 0.01 * max(sims)
     old = calibrate(load_profile("calibration/profiles/history/dev-2026-11-22T1416.json"), seeds=1, bootstrap=0)
     assert not [o for o in old.outcomes if o.name.startswith("wake_")]
     assert {k: v.value for k, v in old.estimates.items()} == {
