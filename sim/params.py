@@ -343,7 +343,7 @@ class Costs:
         unit="ns",
         min=0,
         source="development machine, a perf trace of the idle CPUs during membarrier(GLOBAL) calls (session 11, "
-        "docs/kernel/rcu-nocb-netns.md section 8): the sandbox's tool process, the one task that woke "
+        "docs/kernel/rcu-nocb-netns.md section 8): the sandbox's tool process, the task that woke most often "
         "there (20 times a second), ran a median 36.6 us (p10 33.4, p90 40.7) from its switch in to its "
         "switch out; the collector does not measure it",
     )
