@@ -353,6 +353,21 @@ ASID_MISS = OptionalDirect(
 PCID; a profile of collector 0.5.0 before the ring series keeps 0, with a warning."""
 
 
+def _idle_rate(
+    profile: Profile, param: str, value: float, n: float, seconds: float, formula: str, inputs: tuple[str, ...]
+) -> Estimate:
+    """A rate ``value`` of ``idle_wakeups`` from ``n`` events in ``seconds``, with the 95 % interval
+    of a Poisson count."""
+    half = 1.96 * math.sqrt(max(n, 0.0)) / seconds if seconds > 0 else 0.0
+    note = f"idle_wakeups collected {profile.collected('idle_wakeups')}"
+    return Estimate(param, value, max(0.0, value - half), value + half, "direct", formula, inputs, note)
+
+
+def _unmeasured(param: str, why: str, fix: str = "") -> Estimate:
+    """A rate the profile does not measure: 0 (the model runs as before it existed)."""
+    return Estimate(param, 0.0, None, None, "default", f"not measured: {why}", (), fix)
+
+
 def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -> tuple[Estimate, Estimate, Estimate]:
     """``Costs.idle_timers_per_s``, ``idle_hrtimers_per_s`` and ``idle_task_wakeups_per_s`` from
     ``idle_wakeups``. The first two are an idle CPU's
@@ -376,11 +391,6 @@ def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -
     sleeps (a trace of the idle CPU: 22 a second hrtimer_wakeup, 9 tick_nohz_handler)."""
     item = profile.items.get("idle_wakeups")
 
-    def est(param: str, value: float, n: float, seconds: float, formula: str, inputs: tuple[str, ...]) -> Estimate:
-        half = 1.96 * math.sqrt(max(n, 0.0)) / seconds if seconds > 0 else 0.0
-        note = f"idle_wakeups collected {profile.collected('idle_wakeups')}"
-        return Estimate(param, value, max(0.0, value - half), value + half, "direct", formula, inputs, note)
-
     if item is None or item.status != "ok":
         why = "the profile has no usable idle_wakeups item (collector < 0.13.0)"
         if warnings is not None:
@@ -393,22 +403,17 @@ def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -
             "python -m calibration.profile --merge PROFILE NEW.json --out PROFILE"
         )
         return (
-            Estimate("idle_timers_per_s", 0.0, None, None, "default", f"not measured: {why}", (), fix),
-            Estimate("idle_hrtimers_per_s", 0.0, None, None, "default", f"not measured: {why}", (), fix),
-            Estimate("idle_task_wakeups_per_s", 0.0, None, None, "default", f"not measured: {why}", (), fix),
+            _unmeasured("idle_timers_per_s", why, fix),
+            _unmeasured("idle_hrtimers_per_s", why, fix),
+            _unmeasured("idle_task_wakeups_per_s", why, fix),
         )
     seconds = float(item.params.get("seconds") or 0.0)
     events = float(item.params.get("events") or 0.0)
     wheel = item.get_series("timer_softirq")
     switches = item.get_series("context_switches")
-    no_tasks = Estimate(
+    no_tasks = _unmeasured(
         "idle_task_wakeups_per_s",
-        0.0,
-        None,
-        None,
-        "default",
-        "not measured: the idle_wakeups item has no context_switches series (collector < 0.15.0)",
-        (),
+        "the idle_wakeups item has no context_switches series (collector < 0.15.0)",
         "re-collect idle_wakeups with collector 0.15.0",
     )
     if wheel is None or seconds <= 0:
@@ -422,8 +427,9 @@ def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -
                 "the hrtimers; all are taken as hrtimers (re-collect idle_wakeups with collector 0.14.0)"
             )
         return (
-            Estimate("idle_timers_per_s", 0.0, None, None, "default", "not measured: collector 0.13.0's item has no split", ()),
-            est(
+            _unmeasured("idle_timers_per_s", "collector 0.13.0's item has no split"),
+            _idle_rate(
+                profile,
                 "idle_hrtimers_per_s",
                 rate,
                 n,
@@ -439,7 +445,8 @@ def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -
     tasks = no_tasks
     if switches is not None:
         n_runs = float(switches.params.get("events") or 0.0) / 2.0
-        tasks = est(
+        tasks = _idle_rate(
+            profile,
             "idle_task_wakeups_per_s",
             n_runs / seconds,
             n_runs,
@@ -451,7 +458,8 @@ def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -
         )
         n_hr = max(0.0, n_hr - n_runs)
     return (
-        est(
+        _idle_rate(
+            profile,
             "idle_timers_per_s",
             n_wheel / seconds,
             n_wheel,
@@ -460,7 +468,8 @@ def idle_wakeup_estimates(profile: Profile, warnings: list[str] | None = None) -
             "spins, per second: its timer-wheel expiries, each at a tick (kernel/time/timer.c run_timer_softirq)",
             ("idle_wakeups.timer_softirq",),
         ),
-        est(
+        _idle_rate(
+            profile,
             "idle_hrtimers_per_s",
             n_hr / seconds,
             n_hr,
@@ -485,28 +494,21 @@ def other_call_rcu_estimate(profile: Profile) -> Estimate:
     s = item.get_series("gp_kthread") if item is not None and item.status == "ok" else None
     seconds = float(s.params.get("seconds") or 0.0) if s is not None else 0.0
     if s is None or seconds <= 0:
-        return Estimate(
+        return _unmeasured(
             "other_call_rcu_per_s",
-            0.0,
-            None,
-            None,
-            "default",
-            "not measured: the idle_wakeups item has no gp_kthread series (collector < 0.16.0)",
-            (),
+            "the idle_wakeups item has no gp_kthread series (collector < 0.16.0)",
             "re-collect idle_wakeups with collector 0.16.0",
         )
     n = float(s.params.get("events") or 0.0) / 2.0
-    half = 1.96 * math.sqrt(n) / seconds
-    return Estimate(
+    return _idle_rate(
+        profile,
         "other_call_rcu_per_s",
         n / seconds,
-        max(0.0, n / seconds - half),
-        n / seconds + half,
-        "direct",
+        n,
+        seconds,
         "idle_wakeups.gp_kthread params events / 2 / seconds: the grace periods the idle machine's other activity "
         "asks for, per second (the GP kthread sleeps twice in each: its start, the FQS scan that ends it)",
         ("idle_wakeups.gp_kthread",),
-        f"idle_wakeups collected {profile.collected('idle_wakeups')}",
     )
 
 
