@@ -1559,18 +1559,18 @@ class Machine:
             self._gap_gen = streams.get("other_gaps")
             self._gap_mean = 1e9 / costs.other_gaps_per_s
             for c in self.cpus:
-                self.call_at(self._poisson_delay(self._gap_gen, self._gap_mean), self._other_gap, c)
+                self.call_at(self.poisson_delay(self._gap_gen, self._gap_mean), self._other_gap, c)
         # Costs.idle_timers_per_s: an idle CPU's own timers, Poisson per CPU, from their own stream
         if costs.idle_timers_per_s:
             self._own_timer_gen = streams.get("idle_timers")
             self._own_timer_mean = 1e9 / costs.idle_timers_per_s
             for c in self.cpus:
-                self.call_at(self._poisson_delay(self._own_timer_gen, self._own_timer_mean), self._own_timer, c)
+                self.call_at(self.poisson_delay(self._own_timer_gen, self._own_timer_mean), self._own_timer, c)
         if costs.idle_hrtimers_per_s:
             self._own_hr_gen = streams.get("idle_hrtimers")
             self._own_hr_mean = 1e9 / costs.idle_hrtimers_per_s
             for c in self.cpus:
-                self.call_at(self._poisson_delay(self._own_hr_gen, self._own_hr_mean), self._own_hrtimer, c)
+                self.call_at(self.poisson_delay(self._own_hr_gen, self._own_hr_mean), self._own_hrtimer, c)
         if self.lb_2624 and kernel.nohz_idle:
             # every CPU starts idle with its tick stopped (the machine has just booted): all in
             # nohz.cpu_mask, so nobody is the idle load balancer until a CPU gets busy
@@ -1677,7 +1677,7 @@ class Machine:
         def script(task: Task) -> Script:
             task.affinity = None
             while True:
-                yield Sleep(self._poisson_delay(gen, mean))
+                yield Sleep(self.poisson_delay(gen, mean))
                 if work is not None:
                     yield work
 
@@ -1717,7 +1717,7 @@ class Machine:
         return runner
 
     @staticmethod
-    def _poisson_delay(gen: np.random.Generator, mean: float) -> int:
+    def poisson_delay(gen: np.random.Generator, mean: float) -> int:
         """The delay to the next of Poisson arrivals with ``mean`` ns between them, at least 1 ns."""
         return max(1, int(gen.exponential(mean)))
 
@@ -1728,7 +1728,7 @@ class Machine:
         gap = gaps[int(self._gap_gen.integers(len(gaps)))]
         if cpu.state != IDLE and gap > 0:
             cpu.raise_irq(gap, None)
-        self.call_at(self._poisson_delay(self._gap_gen, self._gap_mean), self._other_gap, cpu)
+        self.call_at(self.poisson_delay(self._gap_gen, self._gap_mean), self._other_gap, cpu)
 
     def _own_timer(self, cpu: CPU) -> None:
         """One of :attr:`Costs.idle_timers_per_s` comes due on ``cpu``: a pinned timer for the next
@@ -1736,14 +1736,14 @@ class Machine:
         timer event) and a busy one runs it in the tick it has anyway. Its callback costs nothing
         here: the wakeup and the tick are what the model prices."""
         cpu.add_jiffy_timer(self.env.now // self.tick_ns + 1, _no_work, pinned=True)
-        self.call_at(self._poisson_delay(self._own_timer_gen, self._own_timer_mean), self._own_timer, cpu)
+        self.call_at(self.poisson_delay(self._own_timer_gen, self._own_timer_mean), self._own_timer, cpu)
 
     def _own_hrtimer(self, cpu: CPU) -> None:
         """One of :attr:`Costs.idle_hrtimers_per_s` on ``cpu``: an idle CPU leaves idle for an
         hrtimer interrupt and goes back (no tick); a busy one's are among its measured gaps."""
         if cpu.state == IDLE:
             cpu.raise_irq(self.jit_sched.apply(self.costs.timer_irq), None)
-        self.call_at(self._poisson_delay(self._own_hr_gen, self._own_hr_mean), self._own_hrtimer, cpu)
+        self.call_at(self.poisson_delay(self._own_hr_gen, self._own_hr_mean), self._own_hrtimer, cpu)
 
     def tick_cost(self, cpu: int, jiffy: int) -> int:
         """One tick handler's duration on CPU ``cpu`` in ``jiffy``: :attr:`Costs.tick` with jitter,

@@ -236,7 +236,7 @@ class Rcu:
         if m.costs.other_call_rcu_per_s:
             self._others_gen = m.streams.get("other_call_rcu")
             self._others_mean = 1e9 / m.costs.other_call_rcu_per_s
-            m.call_at(m._poisson_delay(self._others_gen, self._others_mean), self._other_call_rcu)
+            m.call_at(m.poisson_delay(self._others_gen, self._others_mean), self._other_call_rcu)
 
     def _other_call_rcu(self) -> None:
         """:attr:`Costs.other_call_rcu_per_s`: a call_rcu() of the machine's other activity (a
@@ -246,7 +246,7 @@ class Rcu:
         period like any other."""
         m = self.m
         m.interrupt(m.cpus[int(self._others_gen.integers(len(m.cpus)))], 0, self._other_callback)
-        m.call_at(m._poisson_delay(self._others_gen, self._others_mean), self._other_call_rcu)
+        m.call_at(m.poisson_delay(self._others_gen, self._others_mean), self._other_call_rcu)
 
     def _other_callback(self, cpu: CPU) -> int:
         extra = self.queue(cpu, Callback(self.cfg.cb_invoke, None, self.cfg.lazy, self.env.now, cpu.index))
