@@ -271,7 +271,7 @@ CHECKS: dict[str, str] = {
 """Microbenchmarks predicted (not fitted) as consistency checks: sleep lateness (measured minus
 the thread's timer slack, which the model does not have), a cross-CPU wakeup 1, 4 and 40 us
 after the wakee went to sleep (collector 0.12.0's ``wake_by_sleep_age``; the model wakes an idle
-CPU the same way whatever its idle age, the machine does not: README, calibration), and the
+CPU the same way whatever its idle age, the machine does not: docs/notes/bundled-profile.md), and the
 rings of 8 threads and of 8 processes on one CPU (``context_switch_process``: only their
 difference enters a fit, ``asid_miss``; their level checks the switch cost the two-task
 ping-pong fitted when more than two tasks take turns), and the normal grace period of
@@ -295,7 +295,7 @@ GP_MEAN_NOTE = (
 
 RING_NOTE = (
     "median, ns per hop; the model's switch costs the same whichever task comes next, the machine's does not "
-    "(README, calibration: rings of 2 to 40 members)"
+    "(docs/notes/bundled-profile.md: rings of 2 to 40 members)"
 )
 
 NOT_MEASURED: dict[str, str] = {
@@ -851,10 +851,10 @@ def gap_table(profile: Profile, warnings: list[str] | None = None, apply: bool =
     makes the next contender sleep), but far more often than the machine lets them: with them the
     two-thread model sleeps 0.22 times per operation, without them 0.065-0.075, the machine
     0.02-0.08 (traces, voluntary switches), and a trace of the machine's convoys shows its handoffs to be the
-    model's (README, calibration). So the convoys dominate: the two-thread composite went from
+    model's (docs/notes/bundled-profile.md). So the convoys dominate: the two-thread composite went from
     +35 % to -25..-32 % on the 14:16 profile (a side run's gaps over 1 us) and, on two collector 0.12.0
     runs, from -16..-28 % to -57..-59 % and from -64 % to -73 %; the three-thread one to -17..-46 %
-    [model measurement, Nov 2026; README, calibration]."""
+    [model measurement, Nov 2026; docs/notes/bundled-profile.md]."""
     it = profile.items.get("irq_cost")
     s = it.get_series("other_gaps") if it is not None and it.status == "ok" else None
     per_s = float(s.params.get("per_s", 0) or 0) if s is not None else 0.0

@@ -40,7 +40,7 @@ BUILD = ROOT / "build" / "compiled"
 MANIFEST = BUILD / "manifest.json"
 FORMAT = 1
 
-# The modules that run per event (py-spy and cachegrind profiles, README Speed): the engine's
+# The modules that run per event (py-spy and cachegrind profiles, docs/notes/speed.md): the engine's
 # loop, tasks and ops, pipes, cost jitter, and the kernel locks hackbench-rt-2008 takes.
 MODULES = (
     "sim/machine.py",

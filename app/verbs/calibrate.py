@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--other-gaps",
         action="store_true",
         help="also copy irq_cost.other_gaps (interruptions besides the tick) into costs.other_gaps; off by default: "
-        "with them the model starts far more lock convoys than the machine has (README, calibration)",
+        "with them the model starts far more lock convoys than the machine has (docs/notes/bundled-profile.md, PI-futex notes)",
     )
     c.add_argument("--json", action="store_true", help="print the fit report as JSON instead of tables")
     c.add_argument("--no-progress", action="store_true", help="never show a progress bar")

@@ -5,7 +5,7 @@ wakeup came (its *age*: which stage of going idle its CPU had reached) and how l
 wakeup until it ran. On the machine from a scheduler trace (``perf record -e
 sched:sched_switch -e sched:sched_waking`` around ``pi_loop``, the collector's PI-futex loop;
 root and perf needed), in the model from the same loop simulated on a calibrated profile (the
-``pi_futex`` workload, the machine's switch hook). README, calibration, has the figures of the
+``pi_futex`` workload, the machine's switch hook). docs/notes/bundled-profile.md has the figures of the
 development machine: its convoys and the model's wake their sleepers 14-27 us after they slept.
 
     python -m calibration.trace.pi_trace [--seconds S] [--threads N]            # this machine

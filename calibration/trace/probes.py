@@ -1,7 +1,7 @@
 """Side probes of this machine that no collector item runs yet, and the model beside them.
 
 Two small C programs, built here with the system's C compiler, each printing one ``key=value``
-line per run (README, calibration, has the development machine's figures and what follows
+line per run (docs/notes/bundled-profile.md has the development machine's figures and what follows
 from them):
 
 - ``ring`` (``ring.c``): N members pinned to one CPU pass a byte round a ring of pipes, threads

@@ -17,7 +17,11 @@ def build() -> str:
     parts = [(HERE / "_head.md").read_text()]
     for name in ORDER:
         text = (HERE / f"{name}.md").read_text()
-        parts.append(text.replace("](../screenshot-explorer.png)", "](docs/screenshot-explorer.png)").rstrip() + "\n")
+        # the sections link relative to docs/readme/; README.md sits at the top of the tree
+        text = text.replace("](../screenshot-explorer.png)", "](docs/screenshot-explorer.png)").replace(
+            "](../notes/", "](docs/notes/"
+        )
+        parts.append(text.rstrip() + "\n")
     parts.append((HERE / "_tail.md").read_text())
     return "\n".join(parts)
 

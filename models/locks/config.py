@@ -90,7 +90,7 @@ class LocksConfig:
         unit="ns",
         min=0,
         source="prior 300-800 ns, " + PRIOR + "; on the development machine a side probe "
-        "(calibration/trace/pi_unlock.c) leaves about 100 ns for the unlock's pass (README, calibration)",
+        "(calibration/trace/pi_unlock.c) leaves about 100 ns for the unlock's pass (docs/notes/bundled-profile.md)",
     )
     mutex_slowpath: int = knob(200, doc="one pass through the mutex slow path under wait_lock", unit="ns", min=0, source=PRIOR)
 
