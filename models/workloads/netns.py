@@ -45,8 +45,9 @@ number N of namespaces already created (each adds a bind mount under /var/run/ne
   exit, and at reaping ``delayed_put_task_struct``, ``delayed_put_pid`` and the credentials'
   (kernel/exit.c, kernel/cred.c, fs/file_table.c).
 
-``paths`` picks the kernel era of these paths: ``v3.8`` (nsproxy waits only), ``v3.13`` (the
-seed's kernels: nsproxy and namespace_unlock waits, 9 per full router) or ``v3.15`` (only the
+``paths`` picks the kernel era of these paths: ``v3.8`` (nsproxy waits only, the 3.8/3.9 exit
+order), ``v3.10`` (3.10-3.12: nsproxy waits only, namespaces dropped before the file puts at
+exit), ``v3.13`` (nsproxy and namespace_unlock waits, 9 per full router) or ``v3.15`` (only the
 namespace_unlock waits).
 """
 
@@ -74,7 +75,7 @@ class NetnsConfig:
         doc="which lines of the script run per router: 'add' (ip netns add only), 'add+exec' (plus one ip netns exec), 'full'",
         source="seed 000",
     )
-    paths: Literal["v3.8", "v3.13", "v3.15", "v6"] = knob(
+    paths: Literal["v3.8", "v3.10", "v3.13", "v3.15", "v6"] = knob(
         "v3.13",
         doc="kernel era of the namespace paths (which exits wait for a grace period); 'v6': no nsproxy wait, and "
         "namespace_unlock() waits with synchronize_rcu_expedited()",
@@ -194,7 +195,7 @@ class FakeRouters:
         self.end_ns = -1
         self.syncs_by_step: dict[str, int] = {}
         paths = cfg.paths
-        self.wait_nsproxy = paths in ("v3.8", "v3.13")
+        self.wait_nsproxy = paths in ("v3.8", "v3.10", "v3.13")
         self.wait_unlock = paths in ("v3.13", "v3.15", "v6")
         # 3.13 made vfsmount freeing RCU-delayed (delayed_free by call_rcu after
         # namespace_unlock's wait); 3.8/3.9 free a mount inline in mntput_no_expire ->
