@@ -212,3 +212,30 @@ def spreads(rows: list[Row]) -> list[Spread]:
             )
         )
     return out
+
+
+def summary(rows: Sequence[Row]) -> list[str]:
+    """One line per story (in the order the stories first appear) and, for more than one, a
+    total: how many rows were fitted and how many of those are stale, how many predictions
+    are within their target and which miss. What a reader of a 40-row table wants first."""
+    by: dict[str, list[Row]] = {}
+    for r in rows:
+        by.setdefault(r.story, []).append(r)
+
+    def line(name: str, rs: Sequence[Row], detail: bool = True) -> str:
+        fitted = [r for r in rs if r.role == "fitted"]
+        predicted = [r for r in rs if r.role == "predicted"]
+        misses = [r for r in predicted if not r.ok]
+        stale = sum(not r.ok for r in fitted)
+        text = f"{name}: {len(fitted)} fitted" + (f" ({stale} stale)" if stale else "")
+        text += f", {len(predicted)} predicted: {len(predicted) - len(misses)} within target"
+        if misses:
+            text += f", {len(misses)} miss"
+            if detail:
+                text += ": " + "; ".join(f"{r.metric} ({r.config}) {100 * r.rel_error:+.0f}%" for r in misses)
+        return text
+
+    out = [line(name, rs) for name, rs in by.items()]
+    if len(by) > 1:
+        out.append(line("all", rows, detail=False))
+    return out

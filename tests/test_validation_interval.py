@@ -68,3 +68,21 @@ def test_spreads_group_the_profiles_rows_by_figure():
     assert (s.config, s.profiles, s.within) == ("g1", 3, 2)
     assert (s.min_error, s.median_error, s.max_error) == pytest.approx((-0.5, -0.1, 0.1))
     assert (s.min_reference, s.max_reference) == (1.0, 2.0)
+
+
+def test_summary_counts_each_story_and_names_its_misses():
+    rows = [
+        Row("s1", "rate", "a", 100.0, 100.2, "x/s", "fitted", None, "seed"),
+        Row("s1", "ratio", "b", 0.5, 0.2, "ratio", "predicted", 0.25, "seed"),
+        Row("s1", "ratio", "c", 1.0, 1.1, "ratio", "predicted", 0.25, "seed"),
+        Row("s2", "time", "d", 4.0, 6.0, "s", "fitted", None, "seed"),  # a stale fit: +50 %
+        Row("s2", "time", "e", 4.0, 4.1, "s", "predicted", 0.2, "seed"),
+    ]
+    from calibration.validation import summary
+
+    assert summary(rows) == [
+        "s1: 1 fitted, 2 predicted: 1 within target, 1 miss: ratio (b) -60%",
+        "s2: 1 fitted (1 stale), 1 predicted: 1 within target",
+        "all: 2 fitted (1 stale), 3 predicted: 2 within target, 1 miss",
+    ]
+    assert summary(rows[3:]) == ["s2: 1 fitted (1 stale), 1 predicted: 1 within target"]

@@ -7,7 +7,7 @@ import json
 import sys
 
 from calibration import stories
-from calibration.validation import Row, Spread, StoryOptions, spreads
+from calibration.validation import Row, Spread, StoryOptions, spreads, summary
 from sim.errors import ConfigError, RcusimError
 
 VERB = "validate"
@@ -160,6 +160,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_rows(rows, sys.stdout)
+        for line in summary(rows):
+            print(line)
         if spread:
             print_spreads(spread, sys.stdout)
         for p in pending:
