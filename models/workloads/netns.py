@@ -77,8 +77,10 @@ class NetnsConfig:
     )
     paths: Literal["v3.8", "v3.10", "v3.13", "v3.15", "v6"] = knob(
         "v3.13",
-        doc="kernel era of the namespace paths (which exits wait for a grace period); 'v6': no nsproxy wait, and "
-        "namespace_unlock() waits with synchronize_rcu_expedited()",
+        doc="kernel era of the namespace paths (which exits wait for a grace period): 'v3.8' (3.8/3.9: nsproxy waits, "
+        "file puts before the namespaces at exit), 'v3.10' (3.10-3.12: nsproxy waits, namespaces first), 'v3.13' "
+        "(nsproxy and namespace_unlock() waits), 'v3.15' (namespace_unlock() waits only), 'v6' (no nsproxy wait, "
+        "namespace_unlock() waits with synchronize_rcu_expedited())",
         source="docs/kernel/rcu-nocb-netns.md §5.2; fs/namespace.c namespace_unlock (6.x: synchronize_rcu_expedited; "
         "whether 6.18 defers the MNT_DETACH case to queue_rcu_work is unverified)",
     )
