@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibration.validation import Row, error_interval, spreads
+from calibration.validation import Row, error_interval, spreads, summary
 
 MEDIAN = lambda runs: np.median(runs, axis=1)  # noqa: E731
 MEAN = lambda runs: np.mean(runs, axis=1)  # noqa: E731
@@ -78,8 +78,6 @@ def test_summary_counts_each_story_and_names_its_misses():
         Row("s2", "time", "d", 4.0, 6.0, "s", "fitted", None, "seed"),  # a stale fit: +50 %
         Row("s2", "time", "e", 4.0, 4.1, "s", "predicted", 0.2, "seed"),
     ]
-    from calibration.validation import summary
-
     assert summary(rows) == [
         "s1: 1 fitted, 2 predicted: 1 within target, 1 miss: ratio (b) -60%",
         "s2: 1 fitted (1 stale), 1 predicted: 1 within target",

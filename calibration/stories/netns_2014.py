@@ -42,13 +42,19 @@ SEED_FILE = "000_6efd1dc594362dee.txt"
 MARK = 500
 ROUTERS = 500
 FITTED = ("mount_cost", "setup_net")  # the workload knobs the two anchors fit
-# The seed's script stamps `date +%s` every 250 routers, and its rates read as 250 routers over
-# whole seconds (250/1, 250/5, about 250/6 and 250/12) [inference: its charts are not in the seed],
-# so each published rate only says the 250 routers took that many seconds give or take one.
-RESOLUTION_NOTE = (
-    "published rates as 250 routers per {a} s and per {b} s between whole-second stamps: within a second "
-    "each, the ratio lies in {lo}-{hi} (README, rcu)"
-)
+
+
+def resolution_note(a: int, b: int) -> str:
+    """The seed's script stamps `date +%s` every 250 routers, and its rates read as 250 routers
+    over whole seconds (250/1, 250/5, about 250/6 and 250/12) [inference: its charts are not in
+    the seed], so a published rate only says the 250 routers took that many seconds give or take
+    one. A ratio of two rates, 250/a over 250/b s, then lies between (a-1)/(b+1) and (a+1)/(b-1)."""
+    lo, hi = max(a - 1, 0) / (b + 1), (a + 1) / (b - 1)
+    return (
+        f"published rates as 250 routers per {a} s and per {b} s between whole-second stamps: within a second "
+        f"each, the ratio lies in {lo:.2g}-{hi:.2g} (README, rcu)"
+    )
+
 
 REFERENCE: dict[str, Any] = {
     "source": SEED_FILE,
@@ -177,7 +183,7 @@ def rows(opts: StoryOptions) -> list[Row]:
             "predicted",
             0.25,
             src,
-            RESOLUTION_NOTE.format(a=1, b=5, lo="0", hi="0.5"),
+            resolution_note(1, 5),
         ),
         Row(
             "netns-2014",
@@ -189,7 +195,7 @@ def rows(opts: StoryOptions) -> list[Row]:
             "predicted",
             0.25,
             src,
-            RESOLUTION_NOTE.format(a=6, b=12, lo="0.38", hi="0.64"),
+            resolution_note(6, 12),
         ),
         Row(
             "netns-2014",
