@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -48,6 +48,8 @@ SCENARIO_DIR = ROOT / "scenarios"
 KEY_COLUMNS = ("replication", "seed")
 ERROR_COLUMN = "error"
 LATENCY_STATS = ("mean", "p50", "p90", "p99", "max")
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 # ---------------------------------------------------------------------------------- scenarios
@@ -171,9 +173,12 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None, scheduler: str | N
     yield from _run_pool(jobs, n)
 
 
-def _run_pool(jobs: Sequence[Job], n: int) -> Generator[Outcome, None, None]:
+@contextlib.contextmanager
+def worker_pool(n: int) -> Generator[Any, None, None]:
+    """A pool of ``n`` worker processes that ignore Ctrl-C; on an error or an interrupt in the
+    body the runs in flight are abandoned and the workers terminated at once."""
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import ProcessPoolExecutor
 
     # fork is the fastest start (the workers inherit everything imported) but is only safe
     # from a single-threaded parent; an app with threads (Streamlit, a Dask client) gets
@@ -187,6 +192,24 @@ def _run_pool(jobs: Sequence[Job], n: int) -> Generator[Outcome, None, None]:
     pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_ignore_sigint)
     finished = False
     try:
+        yield pool
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            # The runs in flight are lost anyway; do not wait minutes for them to end.
+            procs = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
+
+
+def _run_pool(jobs: Sequence[Job], n: int) -> Generator[Outcome, None, None]:
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    with worker_pool(n) as pool:
         # Keep a bounded window of jobs in flight so an interrupt wastes little work.
         todo = iter(jobs)
         pending = set()
@@ -199,17 +222,38 @@ def _run_pool(jobs: Sequence[Job], n: int) -> Generator[Outcome, None, None]:
                 nxt = next(todo, None)
                 if nxt is not None:
                     pending.add(pool.submit(run_job, nxt))
-        finished = True
-    finally:
-        if finished:
-            pool.shutdown(wait=True)
-        else:
-            # The runs in flight are lost anyway; do not wait minutes for them to end.
-            procs = list((getattr(pool, "_processes", None) or {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for p in procs:
-                if p.is_alive():
-                    p.terminate()
+
+
+def pmap(
+    fn: Callable[[_T], _R],
+    items: Sequence[_T],
+    workers: int | None = None,
+    done: Callable[[int, int], None] | None = None,
+) -> list[_R]:
+    """``[fn(x) for x in items]``, the calls spread over ``workers`` local processes (default:
+    every core this process may use; 1: here, in order). ``fn`` must be a module-level function
+    and each call independent of the others (its own seed), so the result is the same, bit for
+    bit, whatever the number of workers; ``done(finished, total)`` follows the progress."""
+    n = default_workers() if workers is None else workers
+    if n < 1:
+        raise ConfigError("--workers", f"{n} is below 1", "use at least one worker")
+    n = min(n, len(items))
+    out: list[Any] = [None] * len(items)
+    if n <= 1:
+        for i, x in enumerate(items):
+            out[i] = fn(x)
+            if done is not None:
+                done(i + 1, len(items))
+        return out
+    from concurrent.futures import as_completed
+
+    with worker_pool(n) as pool:
+        futs = {pool.submit(fn, x): i for i, x in enumerate(items)}
+        for k, fut in enumerate(as_completed(futs), 1):
+            out[futs[fut]] = fut.result()
+            if done is not None:
+                done(k, len(items))
+    return out
 
 
 def _run_dask(jobs: Sequence[Job], address: str) -> Generator[Outcome, None, None]:

@@ -27,6 +27,11 @@ class ConfigError(RcusimError):
             msg += f" ({fix})"
         super().__init__(msg)
 
+    def __reduce__(self) -> tuple[type[ConfigError], tuple[str, str, str]]:
+        # rebuilt from its three parts when it crosses from a worker process (pickle would
+        # otherwise call __init__ with the message alone)
+        return (type(self), (self.field, self.problem, self.fix))
+
 
 class ScenarioError(RcusimError):
     """A valid configuration that cannot be simulated to the end (deadlock, no progress,

@@ -187,3 +187,27 @@ def test_cli_sweep(tmp_path, capsys):
         rc, stdout, err = run_cli(args, capsys)
         lines = err.strip().splitlines()
         assert rc == 2 and len(lines) == 1 and expect in lines[0], (args, err)
+
+
+def _square_or_fail(x: int) -> int:
+    if x < 0:
+        raise ConfigError(f"item.{x}", "is negative", "give a value >= 0")
+    return x * x
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_pmap_keeps_input_order_and_reports_progress(workers):
+    seen: list[tuple[int, int]] = []
+    out = sw.pmap(_square_or_fail, [3, 1, 2, 5], workers=workers, done=lambda k, n: seen.append((k, n)))
+    assert out == [9, 1, 4, 25]
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_pmap_worker_error_arrives_whole():
+    # a ConfigError raised in a worker process crosses back with its field and fix
+    with pytest.raises(ConfigError) as exc:
+        sw.pmap(_square_or_fail, [1, -7, 2], workers=2)
+    assert exc.value.field == "item.-7" and exc.value.fix == "give a value >= 0"
+    assert str(exc.value) == "item.-7: is negative (give a value >= 0)"
+    with pytest.raises(ConfigError, match="--workers: 0 is below 1"):
+        sw.pmap(_square_or_fail, [1], workers=0)
