@@ -103,9 +103,12 @@ class Progress:
         self._t0 = time.perf_counter()
         self._time = time.perf_counter
 
-    def __call__(self, frac: float) -> None:
+    def __call__(self, frac: float, label: str | None = None) -> None:
+        """Show ``frac`` done (0..1), and ``label`` as the bar's text if given."""
         if not self.enabled:
             return
+        if label is not None:
+            self.label = label
         if self._bar is None:
             if self._time() - self._t0 < 0.5:
                 return
@@ -120,7 +123,7 @@ class Progress:
             )
             self._bar.start()
             self._task = self._bar.add_task(self.label, total=1.0)
-        self._bar.update(self._task, completed=frac)
+        self._bar.update(self._task, completed=frac, description=self.label)
 
     def close(self) -> None:
         if self._bar is not None:

@@ -27,7 +27,7 @@ import hashlib
 import json
 import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -222,10 +222,17 @@ def params_toml(cal: Calibration, profile_path: str | Path, *, command: str = ""
     return "\n".join(lines) + "\n"
 
 
-def resolve_params(params_path: str | None, profile_path: str | None, *, seeds: int = 3) -> Params | None:
+def resolve_params(
+    params_path: str | None,
+    profile_path: str | None,
+    *,
+    seeds: int = 3,
+    progress: Callable[[str, float], None] | None = None,
+) -> Params | None:
     """The parameters ``--params FILE`` or ``--profile FILE`` ask for: a params file as given;
     for a profile, the params file ``rcusim calibrate`` wrote next to it, or else a calibration
-    made now (without bootstrap intervals). None when neither is given."""
+    made now (without bootstrap intervals; ``progress(what, fraction)`` follows it). None when
+    neither is given."""
     if params_path:
         return load_params(params_path)
     if not profile_path:
@@ -237,5 +244,5 @@ def resolve_params(params_path: str | None, profile_path: str | None, *, seeds: 
     sibling = sibling_params(profile_path)
     if sibling.is_file():
         return load_params(sibling)
-    cal = calibrate(profile, seeds=seeds, bootstrap=0)
+    cal = calibrate(profile, seeds=seeds, bootstrap=0, progress=progress)
     return params_from_calibration(cal, source=f"{profile_path} (calibrated now)")

@@ -129,10 +129,13 @@ def error_interval(
 
 @dataclass(frozen=True)
 class StoryOptions:
-    """How hard to work: ``seeds`` replications per figure (their mean is reported)."""
+    """How hard to work: ``seeds`` replications per figure (their mean is reported), in how many
+    local worker processes (``workers``; None: every core, 1: this process; the rows are the
+    same whatever the number), and whom to tell how far it got (``progress(label, fraction)``)."""
 
     seeds: int = 3
     progress: Callable[[str, float], None] | None = None
+    workers: int | None = None
 
 
 @dataclass(frozen=True)

@@ -177,3 +177,40 @@ def test_validate_several_profiles_adds_each_figures_spread(capsys):
     # one params file cannot serve two profiles
     rc, _, err = run_cli(["validate", "--profile", *pair, "--params", "calibration/profiles/default-params.toml"], capsys)
     assert rc == 2 and "--params" in err and "each profile then uses its PROFILE-params.toml" in err
+
+
+def test_validate_workers_must_be_positive(capsys):
+    rc, _, err = run_cli(["validate", "rcu-sync-2015", "--workers", "0", "--no-progress"], capsys)
+    assert rc == 2 and "--workers: 0 is below 1 (use at least one worker)" in err
+
+
+def test_validate_progress_bar_names_the_story_and_step(monkeypatch, capsys):
+    """On a terminal each story gets a bar whose text says which story and which step."""
+    import app.verbs.validate as v
+    from calibration import stories
+    from calibration.validation import Row, Story
+
+    shown: list[str] = []
+
+    class Bar:
+        def __init__(self, label, enabled):
+            self.enabled = enabled
+
+        def __call__(self, frac, label=None):
+            if self.enabled:
+                shown.append(f"{label} {frac:.1f}")
+
+        def close(self):
+            shown.append("closed")
+
+    def rows(opts):
+        opts.progress("step one", 0.5)
+        return [Row("rcu-sync-2015", "m", "c", 1.0, 1.0, "s", "predicted", 0.1, "seed")]
+
+    monkeypatch.setattr(stories, "get", lambda name: Story("rcu-sync-2015", "t", "seed", "m", rows, {}))
+    monkeypatch.setattr(v, "Progress", Bar)
+    rc, _, _ = run_cli(["validate", "rcu-sync-2015"], capsys)
+    assert rc == 0 and shown == ["rcu-sync-2015: step one 0.5", "closed"]
+    shown.clear()
+    rc, _, _ = run_cli(["validate", "rcu-sync-2015", "--no-progress"], capsys)
+    assert rc == 0 and shown == ["closed"]

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from calibration import stories
-from calibration.validation import Row, Spread, StoryOptions, spreads, summary
+from calibration.validation import Row, Spread, Story, StoryOptions, spreads, summary
 from sim.errors import ConfigError, RcusimError
+
+from ..common import Progress
 
 VERB = "validate"
 SUMMARY = """compare simulated figures with published ones (seed stories) or
@@ -35,6 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="calibrated parameters for a single --profile (default: PROFILE-params.toml, or calibrate now)",
     )
     v.add_argument("--seeds", type=int, default=3, help="replications per simulated figure (default 3)")
+    v.add_argument(
+        "--workers",
+        type=int,
+        help="local worker processes for the stories' independent runs (default: all cores; the rows are the same "
+        "whatever the number)",
+    )
+    v.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     v.add_argument("--json", action="store_true", help='print {"rows": [...]}')
     v.add_argument(
         "--check",
@@ -44,19 +54,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.set_defaults(fn=cmd_validate)
 
 
-def collect_rows(names: list[str], seeds: int) -> list[Row]:
-    rows: list[Row] = []
+def collect_rows(names: list[str], seeds: int, workers: int | None = None, progress: bool = False) -> list[Row]:
+    """The rows of the named stories; ``progress``: a bar on stderr (a terminal only) per story."""
     for name in names:
         if name not in stories.NAMES:
             raise ConfigError(name, "unknown story", f"stories are {', '.join(stories.NAMES)}")
-        story = stories.get(name)
-        if story is None:
+        if stories.get(name) is None:
             raise RcusimError(f"{name}: {stories.pending(name)}")
-        rows.extend(story.rows(StoryOptions(seeds=seeds)))
+    rows: list[Row] = []
+    for name in names:
+        story = stories.get(name)
+        assert story is not None
+        rows.extend(_story_rows(story, seeds, workers, progress))
     return rows
 
 
-def profile_rows(profile_path: str, params_path: str | None, seeds: int) -> tuple[list[Row], list[str]]:
+def _story_rows(story: Story, seeds: int, workers: int | None, progress: bool) -> list[Row]:
+    bar = Progress(story.name, progress)
+    try:
+        return story.rows(StoryOptions(seeds=seeds, workers=workers, progress=lambda label, f: bar(f, f"{story.name}: {label}")))
+    finally:
+        bar.close()
+
+
+def profile_rows(profile_path: str, params_path: str | None, seeds: int, progress: bool = False) -> tuple[list[Row], list[str]]:
     """The held-back composite rows of a measured profile (calibration/composites.py)."""
     from calibration import composites
     from calibration.params import resolve_params
@@ -65,10 +86,17 @@ def profile_rows(profile_path: str, params_path: str | None, seeds: int) -> tupl
     from ..common import catalog
 
     profile = load_profile(profile_path)
-    params = resolve_params(params_path, profile_path, seeds=seeds)
-    assert params is not None
-    cat = catalog()
-    rows = composites.profile_rows(profile, params, cat, seeds)
+    short = Path(profile_path).name
+    bar = Progress(short, progress)
+    try:
+        params = resolve_params(
+            params_path, profile_path, seeds=seeds, progress=lambda what, f: bar(f, f"{short}: calibrating: {what}")
+        )
+        assert params is not None
+        cat = catalog()
+        rows = composites.profile_rows(profile, params, cat, seeds, lambda label, f: bar(f, f"{short}: {label}"))
+    finally:
+        bar.close()
     if not rows and not composites.pending(profile, cat):
         raise ConfigError(
             f"{profile_path}: items.messaging",
@@ -143,12 +171,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"names one params file for {len(profile_paths)} profiles",
             "leave it out: each profile then uses its PROFILE-params.toml, or is calibrated",
         )
-    rows = collect_rows(names, args.seeds)
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError("--workers", f"{args.workers} is below 1", "use at least one worker")
+    show = not args.no_progress
+    rows = collect_rows(names, args.seeds, args.workers, show)
     pending: list[str] = []
     for i, path in enumerate(profile_paths):
         if len(profile_paths) > 1:
             print(f"profile {i + 1}/{len(profile_paths)}: {path}", file=sys.stderr, flush=True)
-        rows_p, pending_p = profile_rows(path, args.params, args.seeds)
+        rows_p, pending_p = profile_rows(path, args.params, args.seeds, show)
         rows += rows_p
         pending += [p for p in pending_p if p not in pending]
     spread = spreads(rows)

@@ -35,6 +35,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from ..sweep import pmap
 from ..validation import Row, Story, StoryOptions
 
 NAME = "hackbench-rt-2008"
@@ -92,6 +93,11 @@ def simulate(
     return sc.run(scn, cat, seed=seed).metrics
 
 
+def _simulate_run(run: tuple[str, int, int, dict[str, Any]]) -> dict[str, float]:
+    """:func:`simulate` of one (config, seed, loops, values), for a worker process."""
+    return simulate(*run)
+
+
 def mean_time(config: str, seeds: list[int], values: dict[str, Any] | None = None, loops: int = LOOPS) -> float:
     return statistics.fmean(simulate(config, s, loops, values)["time_s_at_100_loops"] for s in seeds)
 
@@ -100,14 +106,15 @@ def rows(opts: StoryOptions, loops: int = LOOPS) -> list[Row]:
     fitdata = load_fit()
     values = fitdata["values"]
     seeds = list(range(1, opts.seeds + 1))
-    results: dict[str, list[dict[str, float]]] = {}
     names = list(ROLES)
-    for i, name in enumerate(names):
-        results[name] = []
-        for k, s in enumerate(seeds):
-            if opts.progress is not None:
-                opts.progress(f"{NAME} {name} seed {s}", (i * len(seeds) + k) / (len(names) * len(seeds)))
-            results[name].append(simulate(name, s, loops, values))
+    runs = [(name, s, loops, values) for name in names for s in seeds]
+
+    def done(k: int, total: int) -> None:
+        if opts.progress is not None:
+            opts.progress(f"{k} of {total} runs", k / total)
+
+    metrics = iter(pmap(_simulate_run, runs, workers=opts.workers, done=done))
+    results = {name: [next(metrics) for _ in seeds] for name in names}
     out: list[Row] = []
     times: dict[str, float] = {}
     for name in names:

@@ -33,6 +33,7 @@ import tomli_w
 
 from sim import scenario as sc
 
+from ..sweep import pmap
 from ..validation import Row, Story, StoryOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,32 +119,39 @@ def rate(scn: sc.Scenario, seeds: int, mark: int = MARK) -> float:
     return sum(vals) / len(vals)
 
 
+def _rate_run(run: tuple[tuple[Any, ...], int]) -> float:
+    """One seed of :func:`rate` on ``scenario(*args)``, for a worker process."""
+    args, seed = run
+    return sc.run(scenario(*args), _catalog(), seed=seed).metrics.get(f"rate_at_{MARK}", math.nan)
+
+
 def rows(opts: StoryOptions) -> list[Row]:
     n = opts.seeds
     src = f"{SEED_FILE}"
     fit = load_fit()
-    r: dict[str, float] = {}
-    steps_total = 10  # simulated configurations, for the progress display
-    k = 0
-
-    def step(label: str) -> None:
-        nonlocal k
-        k += 1
-        if opts.progress is not None:
-            opts.progress(label, k / steps_total)
-
-    for cpus in (4, 1):
-        for nocb in ("none", "all"):
-            for steps in ("add", "add+exec"):
-                r[f"{steps}_{cpus}_{nocb}"] = rate(scenario(cpus, nocb, steps), n)
-                step(f"{steps} {cpus} CPU nocb={nocb}")
+    # the simulated configurations: key, scenario(...) arguments
+    configs: list[tuple[str, tuple[Any, ...]]] = [
+        (f"{steps}_{cpus}_{nocb}", (cpus, nocb, steps))
+        for cpus in (4, 1)
+        for nocb in ("none", "all")
+        for steps in ("add", "add+exec")
+    ]
     # "later kernels": the seed's windows 6 and 7 (RCU commits on 3.10-rc5 .. 3.12-rc1), where it
     # reports 4-CPU nocball at "still 1/2 of 1 cpu": rcuo kthreads blocking on their own GP and
     # the HZ-driven FQS delay (era v3.13), nsproxy waits without namespace_unlock's (paths v3.10)
-    r["later_1_none"] = rate(scenario(1, "none", "full", paths="v3.10", era="v3.13"), n)
-    step("full, 3.10-3.12 kernels, 1 CPU")
-    r["later_4_all"] = rate(scenario(4, "all", "full", paths="v3.10", era="v3.13"), n)
-    step("full, 3.10-3.12 kernels, 4 CPU nocball")
+    configs += [
+        ("later_1_none", (1, "none", "full", "v3.10", "v3.13")),
+        ("later_4_all", (4, "all", "full", "v3.10", "v3.13")),
+    ]
+    runs = [(args, seed) for _, args in configs for seed in range(1, n + 1)]
+
+    def done(k: int, total: int) -> None:
+        if opts.progress is not None:
+            opts.progress(f"{k} of {total} runs", k / total)
+
+    rates = iter(pmap(_rate_run, runs, workers=opts.workers, done=done))
+    # the mean over the seeds, summed in seed order as rate() does
+    r = {key: sum(next(rates) for _ in range(n)) / n for key, _ in configs}
     fitted = fit.get("fitted", {})
     date = fit.get("date", "?")
     mount_note = f"fitted mount_cost = {fitted.get('mount_cost', '?')} ns/mount on {date}"

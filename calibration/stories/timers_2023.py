@@ -32,9 +32,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
-import os
 import tomllib
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +40,7 @@ import tomli_w
 
 from sim import scenario as sc
 
+from ..sweep import pmap
 from ..validation import Row, Story, StoryOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,24 +146,18 @@ def _dbench_job(job: tuple[int, str, str, int]) -> float:
 def dbench_changes(governor: str, seeds: int, progress: Any = None, workers: int | None = None) -> dict[int, float]:
     """Simulated throughput change pull vs push (%) for each published pair count; the two
     runs of a pair count share their seeds (common random numbers). The independent runs go
-    to ``workers`` processes (default: up to 2, the CI machine's cores)."""
+    to ``workers`` processes (:func:`calibration.sweep.pmap`; default: every core);
+    ``progress(label)`` is called once per pair count's worth of finished runs."""
     jobs = [
         (pairs, mode, governor, seed) for pairs in DBENCH[governor] for mode in ("push", "pull") for seed in range(1, seeds + 1)
     ]
-    if workers is None:
-        workers = min(2, os.cpu_count() or 1)
-    results: dict[tuple[int, str, str, int], float] = {}
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for job, val in zip(jobs, pool.map(_dbench_job, jobs), strict=True):
-                results[job] = val
-                if progress is not None and job[1] == "pull" and job[3] == seeds:
-                    progress(f"dbench {governor} {job[0]} pairs")
-    else:
-        for job in jobs:
-            results[job] = _dbench_job(job)
-            if progress is not None and job[1] == "pull" and job[3] == seeds:
-                progress(f"dbench {governor} {job[0]} pairs")
+    per_count = 2 * seeds
+
+    def done(k: int, total: int) -> None:
+        if progress is not None and k % per_count == 0:
+            progress(f"dbench {governor}: {k // per_count} of {total // per_count} pair counts")
+
+    results = dict(zip(jobs, pmap(_dbench_job, jobs, workers=workers, done=done), strict=True))
     out: dict[int, float] = {}
     for pairs in DBENCH[governor]:
         push = sum(results[(pairs, "push", governor, s)] for s in range(1, seeds + 1))
@@ -251,7 +244,7 @@ def rows(opts: StoryOptions) -> list[Row]:
         ),
     ]
     for gov in ("menu", "teo"):
-        ch = dbench_changes(gov, n, progress=lambda label: step(label))
+        ch = dbench_changes(gov, n, progress=lambda label: step(label), workers=opts.workers)
         pub = {x: v[2] for x, v in DBENCH[gov].items()}
         agree = sum(1 for x in pub if _sign(ch[x]) == _sign(pub[x]))
         detail = "; ".join(f"{x}: {pub[x]:+.2f}/{ch[x]:+.2f}" for x in pub)
