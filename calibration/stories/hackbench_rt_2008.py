@@ -93,13 +93,15 @@ def simulate(
     return sc.run(scn, cat, seed=seed).metrics
 
 
-def _simulate_run(run: tuple[str, int, int, dict[str, Any]]) -> dict[str, float]:
+def _simulate_run(run: tuple[str, int, int, dict[str, Any] | None]) -> dict[str, float]:
     """:func:`simulate` of one (config, seed, loops, values), for a worker process."""
     return simulate(*run)
 
 
 def mean_time(config: str, seeds: list[int], values: dict[str, Any] | None = None, loops: int = LOOPS) -> float:
-    return statistics.fmean(simulate(config, s, loops, values)["time_s_at_100_loops"] for s in seeds)
+    """The mean hackbench-50 time over ``seeds``, run in worker processes (the fit's evaluations)."""
+    runs = pmap(_simulate_run, [(config, s, loops, values) for s in seeds])
+    return statistics.fmean(r["time_s_at_100_loops"] for r in runs)
 
 
 def rows(opts: StoryOptions, loops: int = LOOPS) -> list[Row]:

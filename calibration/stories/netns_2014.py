@@ -109,20 +109,23 @@ def scenario(
     return sc.validate(sc.load(SCENARIO, over), _catalog())
 
 
-def rate(scn: sc.Scenario, seeds: int, mark: int = MARK) -> float:
-    """Mean rate (routers/s) over the interval ending at ``mark``, over seeds 1..seeds."""
-    cat = _catalog()
-    vals = []
-    for seed in range(1, seeds + 1):
-        res = sc.run(scn, cat, seed=seed)
-        vals.append(res.metrics.get(f"rate_at_{mark}", math.nan))
+def rate(scn: sc.Scenario, seeds: int, mark: int = MARK, workers: int | None = None) -> float:
+    """Mean rate (routers/s) over the interval ending at ``mark``, over seeds 1..seeds (run in
+    ``workers`` processes; the mean is the same whatever their number)."""
+    vals = pmap(_scenario_rate, [(scn, seed, mark) for seed in range(1, seeds + 1)], workers=workers)
     return sum(vals) / len(vals)
+
+
+def _scenario_rate(run: tuple[sc.Scenario, int, int]) -> float:
+    """One seed of :func:`rate`, for a worker process."""
+    scn, seed, mark = run
+    return sc.run(scn, _catalog(), seed=seed).metrics.get(f"rate_at_{mark}", math.nan)
 
 
 def _rate_run(run: tuple[tuple[Any, ...], int]) -> float:
     """One seed of :func:`rate` on ``scenario(*args)``, for a worker process."""
     args, seed = run
-    return sc.run(scenario(*args), _catalog(), seed=seed).metrics.get(f"rate_at_{MARK}", math.nan)
+    return _scenario_rate((scenario(*args), seed, MARK))
 
 
 def rows(opts: StoryOptions) -> list[Row]:
