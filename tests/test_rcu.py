@@ -391,3 +391,16 @@ def test_other_activitys_call_rcu_makes_an_idle_machine_run_grace_periods(era):
     keys = ("grace_periods", "callbacks_invoked", "gp_latency_mean_ms")
     again, other = idle_machine(20)[1].metrics(), idle_machine(20, seed=2)[1].metrics()
     assert [again[k] for k in keys] == [r.metrics()[k] for k in keys] != [other[k] for k in keys]
+
+
+def test_netns_paths_table_covers_every_era_of_the_knob():
+    import typing
+
+    from models.workloads.netns import PATHS, NetnsConfig
+
+    assert set(PATHS) == set(typing.get_args(typing.get_type_hints(NetnsConfig)["paths"]))
+    # the eras differ where the kernel changed: nsproxy waits end in 3.15, namespace_unlock
+    # waits and RCU mount frees come in 3.13, the exit order changes in 3.10
+    assert [e for e, p in PATHS.items() if p.wait_nsproxy] == ["v3.8", "v3.10", "v3.13"]
+    assert [e for e, p in PATHS.items() if p.wait_unlock] == ["v3.13", "v3.15", "v6"]
+    assert [e for e, p in PATHS.items() if p.files_before_ns] == ["v3.8"]

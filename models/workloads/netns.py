@@ -47,8 +47,9 @@ number N of namespaces already created (each adds a bind mount under /var/run/ne
 
 ``paths`` picks the kernel era of these paths: ``v3.8`` (nsproxy waits only, the 3.8/3.9 exit
 order), ``v3.10`` (3.10-3.12: nsproxy waits only, namespaces dropped before the file puts at
-exit), ``v3.13`` (nsproxy and namespace_unlock waits, 9 per full router) or ``v3.15`` (only the
-namespace_unlock waits).
+exit), ``v3.13`` (nsproxy and namespace_unlock waits, 9 per full router), ``v3.15`` (only the
+namespace_unlock waits) or ``v6`` (namespace_unlock's wait expedited, 6.x veth); :data:`PATHS`
+has the table.
 """
 
 from __future__ import annotations
@@ -62,6 +63,75 @@ from sim.machine import CPU, Machine
 from sim.ops import Call, CpuWork, Spawn, Syscall
 from sim.task import Task
 from sim.units import US, S
+
+
+@dataclass(frozen=True)
+class Paths:
+    """What one kernel era's namespace paths do, for the ``paths`` knob (see :data:`PATHS`)."""
+
+    wait_nsproxy: bool
+    """switch_task_namespaces() drops an nsproxy after synchronize_rcu() (kernel/nsproxy.c;
+    task_lock instead from 3.15, 728dba3a39c6)"""
+    wait_unlock: bool
+    """namespace_unlock() waits for a grace period before it frees unmounted mounts
+    (fs/namespace.c, 3.13+)"""
+    rcu_mount_free: bool
+    """vfsmounts are freed by call_rcu (delayed_free) after that wait (3.13+); before, inline
+    in mntput_no_expire -> mntfree -> free_vfsmnt, and release_mounts() waits for nothing"""
+    files_before_ns: bool
+    """do_exit runs exit_task_work (the deferred fputs, whose file frees are call_rcu) before
+    exit_notify -> exit_task_namespaces (3.8/3.9); 3.10+ drops the namespaces first
+    (kernel/exit.c)"""
+    unlock_expedited: bool
+    """namespace_unlock()'s wait is synchronize_rcu_expedited() (6.x fs/namespace.c)"""
+    veth_v6: bool
+    """6.x veth: per-namespace uevents, num_possible_cpus() queues trimmed to one with
+    synchronize_net() under the RTNL (drivers/net/veth.c, net/core/dev.c)"""
+
+
+PATHS: dict[str, Paths] = {
+    "v3.8": Paths(
+        wait_nsproxy=True,
+        wait_unlock=False,
+        rcu_mount_free=False,
+        files_before_ns=True,
+        unlock_expedited=False,
+        veth_v6=False,
+    ),
+    "v3.10": Paths(
+        wait_nsproxy=True,
+        wait_unlock=False,
+        rcu_mount_free=False,
+        files_before_ns=False,
+        unlock_expedited=False,
+        veth_v6=False,
+    ),
+    "v3.13": Paths(
+        wait_nsproxy=True,
+        wait_unlock=True,
+        rcu_mount_free=True,
+        files_before_ns=False,
+        unlock_expedited=False,
+        veth_v6=False,
+    ),
+    "v3.15": Paths(
+        wait_nsproxy=False,
+        wait_unlock=True,
+        rcu_mount_free=True,
+        files_before_ns=False,
+        unlock_expedited=False,
+        veth_v6=False,
+    ),
+    "v6": Paths(
+        wait_nsproxy=False,
+        wait_unlock=True,
+        rcu_mount_free=True,
+        files_before_ns=False,
+        unlock_expedited=True,
+        veth_v6=True,
+    ),
+}
+"""The ``paths`` eras (docs/kernel/rcu-nocb-netns.md §5.2), one row each."""
 
 
 @dataclass(frozen=True)
@@ -196,22 +266,14 @@ class FakeRouters:
         self.start_ns = 0
         self.end_ns = -1
         self.syncs_by_step: dict[str, int] = {}
-        paths = cfg.paths
-        self.wait_nsproxy = paths in ("v3.8", "v3.10", "v3.13")
-        self.wait_unlock = paths in ("v3.13", "v3.15", "v6")
-        # 3.13 made vfsmount freeing RCU-delayed (delayed_free by call_rcu after
-        # namespace_unlock's wait); 3.8/3.9 free a mount inline in mntput_no_expire ->
-        # mntfree -> free_vfsmnt, and release_mounts() waits for nothing (fs/namespace.c)
-        self.rcu_mount_free = paths in ("v3.13", "v3.15", "v6")
-        # 3.8/3.9 do_exit runs exit_task_work (the deferred fputs, whose file frees are
-        # call_rcu) before exit_notify -> exit_task_namespaces; 3.10+ drops the namespaces
-        # first (kernel/exit.c)
-        self.files_before_ns = paths == "v3.8"
+        era = PATHS[cfg.paths]
+        self.wait_nsproxy = era.wait_nsproxy
+        self.wait_unlock = era.wait_unlock
+        self.rcu_mount_free = era.rcu_mount_free
+        self.files_before_ns = era.files_before_ns
         self.sync = SynchronizeRcu()
-        self.unlock_sync = SynchronizeRcuExpedited() if paths == "v6" else self.sync
-        # 6.x veth: per-namespace uevents, num_possible_cpus() queues trimmed to one with
-        # synchronize_net() under the RTNL (drivers/net/veth.c, net/core/dev.c)
-        self.veth_v6 = paths == "v6"
+        self.unlock_sync = SynchronizeRcuExpedited() if era.unlock_expedited else self.sync
+        self.veth_v6 = era.veth_v6
         self.expedited = SynchronizeRcuExpedited()
         self.cb_exec = CallRcu(count=cfg.callbacks_at_exec) if cfg.callbacks_at_exec else None
         self.cb_exit = CallRcu(count=cfg.callbacks_at_exit) if cfg.callbacks_at_exit else None
