@@ -126,9 +126,12 @@ def page(browser: object) -> Iterator[object]:
 
 # ---------------------------------------------------------------------------------- helpers
 def open_page(page: object, server: str, path: str) -> None:
-    page.goto(f"{server}/{path}")  # type: ignore[attr-defined]
+    """Open a page by its URL (the home page, the default, is served at the root), and check
+    Streamlit found it: an unknown path shows a "Page not found" dialog over the main page."""
+    page.goto(f"{server}/{'' if path == 'home' else path}")  # type: ignore[attr-defined]
     page.wait_for_selector("h1", timeout=120_000)  # type: ignore[attr-defined]
     wait_idle(page)
+    assert page.get_by_text("Page not found").count() == 0, f"/{path}: Streamlit says the page does not exist"  # type: ignore[attr-defined]
 
 
 def wait_idle(page: object, timeout_ms: int = RUN_TIMEOUT_MS) -> None:

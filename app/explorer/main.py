@@ -18,7 +18,7 @@ st.set_page_config(page_title="rcusim explorer", page_icon=":material/memory:", 
 
 nav = st.navigation(
     {
-        "": [st.Page(PAGES / "home.py", title="Home", icon=":material/home:", url_path="home", default=True)],
+        "": [st.Page(PAGES / "home.py", title="Home", icon=":material/home:", default=True)],
         "Stories": [
             st.Page(PAGES / "netns.py", title="netns and NOCB", icon=":material/hub:", url_path="netns"),
             st.Page(PAGES / "hackbench.py", title="hackbench and rt-mutex", icon=":material/lock:", url_path="hackbench"),
