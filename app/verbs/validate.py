@@ -106,6 +106,12 @@ def profile_rows(profile_path: str, params_path: str | None, seeds: int, progres
     return rows, composites.pending(profile, cat)
 
 
+def _profile_job(job: tuple[str, int]) -> tuple[list[Row], list[str]]:
+    """:func:`profile_rows` of one of several profiles (each with its own params), in a worker."""
+    path, seeds = job
+    return profile_rows(path, None, seeds)
+
+
 def print_rows(rows: list[Row], out) -> None:  # type: ignore[no-untyped-def]
     from rich.console import Console
     from rich.table import Table
@@ -176,10 +182,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     show = not args.no_progress
     rows = collect_rows(names, args.seeds, args.workers, show)
     pending: list[str] = []
-    for i, path in enumerate(profile_paths):
-        if len(profile_paths) > 1:
-            print(f"profile {i + 1}/{len(profile_paths)}: {path}", file=sys.stderr, flush=True)
-        rows_p, pending_p = profile_rows(path, args.params, args.seeds, show)
+    if len(profile_paths) == 1:
+        results = [profile_rows(profile_paths[0], args.params, args.seeds, show)]
+    elif profile_paths:
+        # several collections: one worker process per profile at a time, rows in the order given
+        from calibration.sweep import pmap
+
+        def done(k: int, total: int) -> None:
+            print(f"profile {k}/{total} done", file=sys.stderr, flush=True)
+
+        results = pmap(_profile_job, [(p, args.seeds) for p in profile_paths], workers=args.workers, done=done)
+    else:
+        results = []
+    for rows_p, pending_p in results:
         rows += rows_p
         pending += [p for p in pending_p if p not in pending]
     spread = spreads(rows)
