@@ -215,7 +215,7 @@ def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
     """Set ``data[a][b][c] = value`` for ``dotted = "a.b.c"``, creating tables on the way."""
     parts = dotted.split(".")
     if not all(parts):
-        raise ConfigError(dotted, "is not a valid key path", "write it as section.key, e.g. machine.cpus")
+        raise ConfigError(repr(dotted), "is not a valid key path", "write it as section.key, e.g. machine.cpus")
     node = data
     for i, part in enumerate(parts[:-1]):
         nxt = node.get(part)

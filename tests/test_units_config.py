@@ -1,3 +1,4 @@
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -75,6 +76,10 @@ def test_set_path():
     assert d == {"a": {"b": 1, "c": {"d": 2}}}
     with pytest.raises(ConfigError):
         set_path(d, "a.b.c", 1)
+    # an empty key path (--set =3) is named as such, not as a blank
+    for bad in ("", "a..b", ".a"):
+        with pytest.raises(ConfigError, match=f"^{re.escape(repr(bad))}: is not a valid key path"):
+            set_path(d, bad, 1)
 
 
 def test_streams_are_named_and_reproducible():
