@@ -41,8 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument(
         "--workers",
         type=int,
-        help="local worker processes for the stories' independent runs (default: all cores; the rows are the same "
-        "whatever the number)",
+        help="local worker processes for the stories' independent runs and for several profiles (default: all cores; "
+        "the rows are the same whatever the number)",
     )
     v.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     v.add_argument("--json", action="store_true", help='print {"rows": [...]}')
