@@ -689,7 +689,7 @@ class Calibration:
                 out[f.name] = self.other_gaps.per_s
                 continue
             v = self.estimates[f.name].value
-            out[f.name] = round(v, 3) if f.name == "jitter_cv" else int(round(v))
+            out[f.name] = round(v, 3) if f.name in FLOAT_COSTS else int(round(v))
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -817,8 +817,13 @@ def make_costs(values: Mapping[str, Any]) -> Costs:
         elif f.name == "other_gaps":
             kw[f.name] = tuple(max(0, int(x)) for x in v)
         else:
-            kw[f.name] = float(v) if f.name == "jitter_cv" else max(0, int(round(v)))
+            kw[f.name] = max(0.0, float(v)) if f.name in FLOAT_COSTS else max(0, int(round(v)))
     return Costs(**kw)
+
+
+FLOAT_COSTS = frozenset(f.name for f in dataclasses.fields(Costs) if f.type in (float, "float"))
+"""The Costs fields kept as measured (the rates per second and jitter_cv), not rounded to an
+integer: a rate of 1.6 a second rounded to 2 would be a quarter too high."""
 
 
 TABLES = ("tick_busy", "other_gaps", "other_gaps_per_s")
@@ -830,7 +835,7 @@ class GapTable:
     """``Costs.other_gaps`` and ``other_gaps_per_s`` as :func:`gap_table` reads them."""
 
     gaps: tuple[int, ...]
-    per_s: int
+    per_s: float
     formula: str
     inputs: tuple[str, ...]
 
@@ -878,7 +883,7 @@ def gap_table(profile: Profile, warnings: list[str] | None = None, apply: bool =
         f"irq_cost.other_gaps: {len(gaps)} stored gaps of {s.samples_total}, median {float(np.median(gaps)):.0f} ns, "
         f"{per_s:.0f} per second (params.per_s)"
     )
-    return GapTable(gaps, int(round(per_s)), formula, ("irq_cost.other_gaps",))
+    return GapTable(gaps, round(per_s, 3), formula, ("irq_cost.other_gaps",))
 
 
 @dataclass(frozen=True)

@@ -135,12 +135,23 @@ def _toml_value(v: Any) -> str:
     raise TypeError(f"cannot write {v!r} as TOML")
 
 
-def _fmt_ci(lo: float | None, hi: float | None, ratio: bool) -> str:
+def _fmt_ci(lo: float | None, hi: float | None, unit: str) -> str:
+    """The interval with its unit: ``ns`` for costs, ``/s`` for the rates, none for a ratio."""
     if lo is None or hi is None:
         return "no interval"
-    if ratio:
-        return f"95% CI {lo:.3f}..{hi:.3f}"
-    return f"95% CI {lo:.0f}..{hi:.0f} ns"
+    if unit == "ns":
+        return f"95% CI {lo:.0f}..{hi:.0f} ns"
+    if unit == "/s":
+        return f"95% CI {lo:.2f}..{hi:.2f} per second"
+    return f"95% CI {lo:.3f}..{hi:.3f}"
+
+
+def cost_unit(name: str) -> str:
+    """``ns`` for a Costs field in nanoseconds, ``/s`` for a rate per second (``*_per_s``), ``""``
+    for a ratio (``jitter_cv``)."""
+    if name.endswith("_per_s"):
+        return "/s"
+    return "" if name == "jitter_cv" else "ns"
 
 
 def params_toml(cal: Calibration, profile_path: str | Path, *, command: str = "", version: str = "") -> str:
@@ -187,13 +198,12 @@ def params_toml(cal: Calibration, profile_path: str | Path, *, command: str = ""
             lines.append(f"{name} = {_toml_value(value)}")
             continue
         e = cal.estimates[name]
-        ratio = name == "jitter_cv"
-        lines.append(f"# {e.method}: {e.formula}; {_fmt_ci(e.low, e.high, ratio)}")
+        lines.append(f"# {e.method}: {e.formula}; {_fmt_ci(e.low, e.high, cost_unit(name))}")
         lines.append(f"{name} = {_toml_value(value)}")
     for kind, knobs in cal.workload.items():
         lines += ["", f"[workload.{kind}]"]
         for name, e in knobs.items():
-            lines.append(f"# {e.method}: {e.formula}; {_fmt_ci(e.low, e.high, False)}")
+            lines.append(f"# {e.method}: {e.formula}; {_fmt_ci(e.low, e.high, 'ns')}")
             if e.note:
                 lines.append(f"# {e.note}")
             lines.append(f"{name} = {_toml_value(int(round(e.value)))}")

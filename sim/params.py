@@ -280,15 +280,15 @@ class Costs:
         source="collector: irq_cost.other_gaps (a lone user-mode spinner's gaps away from the tick; "
         "rcusim calibrate --other-gaps copies them); empty (none) by default",
     )
-    other_gaps_per_s: int = knob(
-        0,
+    other_gaps_per_s: float = knob(
+        0.0,
         doc="how often other_gaps come, per CPU and second",
         min=0,
         max=1_000_000,
         source="collector: irq_cost.other_gaps params.per_s (rcusim calibrate --other-gaps); 0 (none) by default",
     )
-    idle_timers_per_s: int = knob(
-        0,
+    idle_timers_per_s: float = knob(
+        0.0,
         doc="wakeups of an idle CPU by timer-wheel timers of its own (per CPU and second, Poisson arrivals): the "
         "pinned timers of everything the model leaves out (per-CPU housekeeping, networking, workqueues). Each "
         "fires at the next tick edge, so an idle CPU runs a tick for it (and notes what the tick notes, e.g. an "
@@ -299,8 +299,8 @@ class Costs:
         "CPU spins: the wheel timers that woke it; rcusim calibrate takes their total over the measured time); "
         "0 (none) by default",
     )
-    idle_hrtimers_per_s: int = knob(
-        0,
+    idle_hrtimers_per_s: float = knob(
+        0.0,
         doc="wakeups of an idle CPU by hrtimers of its own (per CPU and second, Poisson arrivals): a task's "
         "nanosleep or poll timeout and the like, at any time, not at a tick edge. The CPU leaves idle for "
         "an interrupt of timer_irq and goes back; no tick runs, so it notes no quiescent state, but it looks at "
@@ -312,8 +312,8 @@ class Costs:
         "less its TIMER softirqs and, from collector 0.15.0, less idle_task_wakeups_per_s; rcusim calibrate); 0 "
         "(none) by default",
     )
-    idle_task_wakeups_per_s: int = knob(
-        0,
+    idle_task_wakeups_per_s: float = knob(
+        0.0,
         doc="wakeups of the machine's other processes (a daemon's or a tool's poll loop), per second, Poisson "
         "arrivals: one task, not pinned, that sleeps on an hrtimer and runs idle_task_work each time it wakes. "
         "Woken on the CPU it last ran on, it stays there while that CPU is idle and moves only when the "
@@ -326,8 +326,8 @@ class Costs:
         "leaves idle while every other spins; rcusim calibrate halves them: a run is a switch in and a switch "
         "out); 0 (none) by default",
     )
-    other_call_rcu_per_s: int = knob(
-        0,
+    other_call_rcu_per_s: float = knob(
+        0.0,
         doc="call_rcu() calls of the machine's other activity, per second (Poisson arrivals, each on a CPU drawn "
         "at random; the RCU model posts them): on an idle machine each asks for a grace period of its own, so a "
         "synchronize_rcu() caller can find one under way and wait for its end and then a whole one",

@@ -324,7 +324,7 @@ def test_gap_table_copies_the_measured_gaps_only_when_asked():
     prof = load_profile(GAPS_PROFILE)
     s = prof.series("irq_cost", "other_gaps")
     on = gap_table(prof, [], apply=True)
-    assert on.gaps == tuple(int(round(v)) for v in s.samples) and on.per_s == round(s.params["per_s"])
+    assert on.gaps == tuple(int(round(v)) for v in s.samples) and on.per_s == round(s.params["per_s"], 3)
     assert on.inputs == ("irq_cost.other_gaps",)
     off = gap_table(prof, [], apply=False)
     assert off.gaps == () and off.per_s == 0 and off.inputs == ()

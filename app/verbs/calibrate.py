@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.fit import HELD_BACK, Calibration, calibrate
-from calibration.params import params_toml, sibling_params
+from calibration.params import cost_unit, params_toml, sibling_params
 from calibration.profile import load_profile
 from sim.errors import ConfigError
 from sim.scenario import VERSION
@@ -47,7 +47,8 @@ def default_report(params: Path) -> Path:
 def _fmt(name: str, v: float | None) -> str:
     if v is None:
         return "-"
-    return f"{v:.3f}" if name == "jitter_cv" else f"{v:,.0f}"
+    unit = cost_unit(name)
+    return f"{v:,.0f}" if unit == "ns" else f"{v:.2f}" if unit == "/s" else f"{v:.3f}"
 
 
 def print_report(cal: Calibration, out: Any) -> None:
@@ -60,7 +61,7 @@ def print_report(cal: Calibration, out: Any) -> None:
         f"profile {cal.profile_source}: {m.get('host')}, kernel {m.get('kernel')}, {m.get('cpu_model')}, "
         f"{m.get('cpus')} CPUs, HZ {m.get('hz')}, preempt {m.get('preempt')}"
     )
-    t = Table(title="parameters (ns; jitter_cv a ratio)", title_justify="left")
+    t = Table(title="parameters (ns; *_per_s per second; jitter_cv a ratio)", title_justify="left")
     for col in ("parameter", "value", "95% CI", "method", "how"):
         t.add_column(col, justify="right" if col in ("value", "95% CI") else "left", overflow="fold")
     for name, e in cal.estimates.items():
