@@ -79,6 +79,9 @@ def test_machine_page_shows_the_bundled_calibration_and_predicts_the_composites(
     costs = at.dataframe[0].value
     assert {"context_switch", "idle_hrtimers_per_s"} <= set(costs["parameter"])
     assert set(costs["method"]) <= {"direct", "fit", "spread", "default"}
+    # each value in its unit, as the params file writes it: ns, a rate per second, a ratio
+    by = dict(zip(costs["parameter"], costs["value"], strict=True))
+    assert by["context_switch"] == "761 ns" and by["other_call_rcu_per_s"] == "1.60 /s" and by["jitter_cv"] == "0.023"
     at.number_input(key="machine|seeds").set_value(1)
     at.button(key="machine|run").click().run()
     assert not at.exception and not errors(at)

@@ -941,16 +941,26 @@ def machine_facts(rep: MachineReport) -> list[dict[str, Any]]:
     return [{"fact": k, "value": str(v)} for k, v in facts.items()]
 
 
+def _cost_text(name: str, v: float) -> str:
+    """A calibrated cost as its params file has it: whole ns, a rate per second to two
+    decimals, jitter_cv to three."""
+    from calibration.params import cost_unit
+
+    unit = cost_unit(name)
+    return f"{v:,.0f} ns" if unit == "ns" else f"{v:.2f} /s" if unit == "/s" else f"{v:.3f}"
+
+
 def parameter_rows(rep: MachineReport) -> list[dict[str, Any]]:
     """The calibrated costs: value, 95 % interval, method and where it comes from."""
     rows = []
     for e in rep.report.get("parameters", []):
         ci = e.get("ci95")
+        name = e["param"]
         rows.append(
             {
-                "parameter": e["param"],
-                "value": e["value"],
-                "95% interval": f"{ci[0]:.4g} .. {ci[1]:.4g}" if ci else "-",
+                "parameter": name,
+                "value": _cost_text(name, e["value"]),
+                "95% interval": f"{_cost_text(name, ci[0])} .. {_cost_text(name, ci[1])}" if ci else "-",
                 "method": e["method"],
                 "from": e["formula"],
             }
