@@ -211,3 +211,33 @@ def test_pmap_worker_error_arrives_whole():
     assert str(exc.value) == "item.-7: is negative (give a value >= 0)"
     with pytest.raises(ConfigError, match="--workers: 0 is below 1"):
         sw.pmap(_square_or_fail, [1], workers=0)
+
+
+def _slow_square(job: tuple[int, str]) -> int:
+    import time
+
+    x, marker = job
+    time.sleep(0.05 if x == 0 else 30)  # the later calls are still running at the interrupt
+    Path(f"{marker}.{x}").write_text("finished")
+    return x * x
+
+
+def test_pmap_interrupted_leaves_no_worker_behind(tmp_path):
+    """Ctrl-C while a validation runs (here: raised by the progress callback after the first
+    result) reaches the caller, and the workers still running are terminated, not waited for:
+    the later calls never get to write their marker."""
+    import multiprocessing
+    import time
+
+    def done(k: int, total: int) -> None:
+        raise Stop
+
+    marker = str(tmp_path / "done")
+    with pytest.raises(Stop):
+        sw.pmap(_slow_square, [(0, marker), (1, marker), (2, marker)], workers=2, done=done)
+    for _ in range(100):
+        if not multiprocessing.active_children():
+            break
+        time.sleep(0.1)
+    assert not multiprocessing.active_children()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["done.0"]
