@@ -32,6 +32,7 @@ import tomli_w
 from sim import scenario as sc
 from sim.units import S
 
+from ..sweep import pmap
 from ..validation import Row, Story, StoryOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,13 +144,23 @@ def scenario(config: str, duration: int = DURATION, extra: dict[str, Any] | None
     return sc.validate(sc.load(SCENARIO, over), _catalog())
 
 
-def measure(scn: sc.Scenario, seeds: int) -> dict[str, float]:
-    """Means over seeds 1..seeds, counts scaled to a 10-second run."""
-    cat = _catalog()
+def measure(scn: sc.Scenario, seeds: int, workers: int | None = None) -> dict[str, float]:
+    """Means over seeds 1..seeds, counts scaled to a 10-second run (the seeds in ``workers``
+    processes; the means are the same whatever their number)."""
+    return _means(scn, pmap(_run_metrics, [(scn, seed) for seed in range(1, seeds + 1)], workers=workers))
+
+
+def _run_metrics(run: tuple[sc.Scenario, int]) -> dict[str, float]:
+    """One seed's metrics, for a worker process."""
+    scn, seed = run
+    return sc.run(scn, _catalog(), seed=seed).metrics
+
+
+def _means(scn: sc.Scenario, runs: list[dict[str, float]]) -> dict[str, float]:
+    """The runs' counts scaled to a 10-second run, averaged in seed order."""
     scale = DURATION / scn.workload.duration
     acc: dict[str, list[float]] = {"reads": [], "writes": [], "membarrier_calls": [], "grace_periods": []}
-    for seed in range(1, seeds + 1):
-        met = sc.run(scn, cat, seed=seed).metrics
+    for met in runs:
         acc["reads"].append(met["reads"] * scale)
         acc["writes"].append(met["writes"] * scale)
         acc["membarrier_calls"].append(met["urcu.membarrier_calls"] * scale)
@@ -157,13 +168,19 @@ def measure(scn: sc.Scenario, seeds: int) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in acc.items()}
 
 
-def simulate(seeds: int, duration: int = DURATION, progress: Any = None) -> dict[str, dict[str, float]]:
-    out = {}
-    for i, config in enumerate(CONFIGS):
-        out[config] = measure(scenario(config, duration), seeds)
+def simulate(
+    seeds: int, duration: int = DURATION, progress: Any = None, workers: int | None = None
+) -> dict[str, dict[str, float]]:
+    """Every configuration over seeds 1..seeds; all the runs go to ``workers`` processes at once."""
+    scns = {config: scenario(config, duration) for config in CONFIGS}
+    runs = [(scns[config], seed) for config in CONFIGS for seed in range(1, seeds + 1)]
+
+    def done(k: int, total: int) -> None:
         if progress is not None:
-            progress(config.replace("_", " "), (i + 1) / len(CONFIGS))
-    return out
+            progress(f"{k} of {total} runs", k / total)
+
+    mets = iter(pmap(_run_metrics, runs, workers=workers, done=done))
+    return {config: _means(scns[config], [next(mets) for _ in range(seeds)]) for config in CONFIGS}
 
 
 def rows_from(r: dict[str, dict[str, float]], duration: int = DURATION) -> list[Row]:
@@ -243,7 +260,7 @@ def rows_from(r: dict[str, dict[str, float]], duration: int = DURATION) -> list[
 
 
 def rows(opts: StoryOptions) -> list[Row]:
-    return rows_from(simulate(opts.seeds, progress=opts.progress))
+    return rows_from(simulate(opts.seeds, progress=opts.progress, workers=opts.workers))
 
 
 STORY = Story(
