@@ -89,48 +89,16 @@ class Paths:
     synchronize_net() under the RTNL (drivers/net/veth.c, net/core/dev.c)"""
 
 
+# fmt: off
 PATHS: dict[str, Paths] = {
-    "v3.8": Paths(
-        wait_nsproxy=True,
-        wait_unlock=False,
-        rcu_mount_free=False,
-        files_before_ns=True,
-        unlock_expedited=False,
-        veth_v6=False,
-    ),
-    "v3.10": Paths(
-        wait_nsproxy=True,
-        wait_unlock=False,
-        rcu_mount_free=False,
-        files_before_ns=False,
-        unlock_expedited=False,
-        veth_v6=False,
-    ),
-    "v3.13": Paths(
-        wait_nsproxy=True,
-        wait_unlock=True,
-        rcu_mount_free=True,
-        files_before_ns=False,
-        unlock_expedited=False,
-        veth_v6=False,
-    ),
-    "v3.15": Paths(
-        wait_nsproxy=False,
-        wait_unlock=True,
-        rcu_mount_free=True,
-        files_before_ns=False,
-        unlock_expedited=False,
-        veth_v6=False,
-    ),
-    "v6": Paths(
-        wait_nsproxy=False,
-        wait_unlock=True,
-        rcu_mount_free=True,
-        files_before_ns=False,
-        unlock_expedited=True,
-        veth_v6=True,
-    ),
+    # era      wait_nsproxy wait_unlock rcu_mount_free files_before_ns unlock_expedited veth_v6
+    "v3.8":  Paths(True,        False,      False,         True,           False,           False),
+    "v3.10": Paths(True,        False,      False,         False,          False,           False),
+    "v3.13": Paths(True,        True,       True,          False,          False,           False),
+    "v3.15": Paths(False,       True,       True,          False,          False,           False),
+    "v6":    Paths(False,       True,       True,          False,          True,            True),
 }
+# fmt: on
 """The ``paths`` eras (docs/kernel/rcu-nocb-netns.md §5.2), one row each."""
 
 
