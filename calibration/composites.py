@@ -53,14 +53,32 @@ def base_scenario(profile: Profile, name: str) -> dict[str, Any]:
     }
 
 
-def _simulate(data: dict[str, Any], params: Params, catalog: sc.Catalog, seeds: int) -> list[dict[str, float]]:
-    """The scenario's metrics for seeds 1..seeds (common random numbers across profiles)."""
+def _simulate(
+    data: dict[str, Any], params: Params, catalog: sc.Catalog, seeds: int, workers: int | None = None
+) -> list[dict[str, float]]:
+    """The scenario's metrics for seeds 1..seeds (common random numbers across profiles), the
+    seeds in ``workers`` processes (the same metrics, in seed order, whatever their number)."""
+    from .sweep import pmap
+
     scn = sc.validate(apply_params(data, params), catalog)
-    return [sc.run(scn, catalog, seed=s).metrics for s in range(1, seeds + 1)]
+    return pmap(_run_metrics, [(scn, s) for s in range(1, seeds + 1)], workers=workers)
+
+
+def _run_metrics(run: tuple[sc.Scenario, int]) -> dict[str, float]:
+    """One seed of :func:`_simulate`, for a worker process (the models' catalog, as the CLI's)."""
+    import models
+
+    scn, seed = run
+    return sc.run(scn, models.catalog(), seed=seed).metrics
 
 
 def messaging_rows(
-    profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, progress: ProgressFn | None = None
+    profile: Profile,
+    params: Params,
+    catalog: sc.Catalog,
+    seeds: int,
+    progress: ProgressFn | None = None,
+    workers: int | None = None,
 ) -> list[Row]:
     item = profile.items.get("messaging")
     if item is None or item.status != "ok":
@@ -70,11 +88,13 @@ def messaging_rows(
     for i, s in enumerate(series):
         if progress is not None:
             progress(f"messaging {s.label}", i / max(1, len(series)))
-        rows.append(_messaging_row(profile, params, catalog, seeds, s))
+        rows.append(_messaging_row(profile, params, catalog, seeds, s, workers))
     return rows
 
 
-def _messaging_row(profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, s: Series) -> Row:
+def _messaging_row(
+    profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, s: Series, workers: int | None = None
+) -> Row:
     p = s.params
     groups, senders, receivers, loops = (int(p[k]) for k in ("groups", "senders", "receivers", "loops"))
     data = base_scenario(profile, f"messaging-{s.label}")
@@ -86,7 +106,7 @@ def _messaging_row(profile: Profile, params: Params, catalog: sc.Catalog, seeds:
         "loops": loops,
         "message_bytes": int(profile.items["messaging"].params.get("message_bytes", 100)),
     }
-    runs = _simulate(data, params, catalog, seeds)
+    runs = _simulate(data, params, catalog, seeds, workers)
     sims = [float(r["time_s"]) for r in runs]
     measured = np.asarray(s.samples, dtype=float) / S
     q1, q3 = np.percentile(measured, [25, 75])
@@ -150,7 +170,12 @@ def _futex_note(params: Params) -> str:
 
 
 def netns_rows(
-    profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, progress: ProgressFn | None = None
+    profile: Profile,
+    params: Params,
+    catalog: sc.Catalog,
+    seeds: int,
+    progress: ProgressFn | None = None,
+    workers: int | None = None,
 ) -> list[Row]:
     """The collector's fake-router script (``ip netns add``, two ``ip netns exec``, two ``ip link
     add``; no uuidgen or cut) with the ``netns`` workload on today's namespace paths (``v6``:
@@ -183,7 +208,7 @@ def netns_rows(
         "helpers": False,
         "paths": "v6",
     }
-    runs = _simulate(data, params, catalog, seeds)
+    runs = _simulate(data, params, catalog, seeds, workers)
     sims = [float(r["routers_per_s"]) for r in runs]
     per_step = ", ".join(f"{s.label} {float(np.median(s.samples)) / 1e6:.2f}" for s in item.series or () if s.samples_total > 0)
     blocks = (rates.model_dump().get("blocks") if rates is not None else None) or []
@@ -237,7 +262,12 @@ def pi_futex_scenario(profile: Profile, name: str, threads: int, critical_sectio
 
 
 def pi_futex_rows(
-    profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, progress: ProgressFn | None = None
+    profile: Profile,
+    params: Params,
+    catalog: sc.Catalog,
+    seeds: int,
+    progress: ProgressFn | None = None,
+    workers: int | None = None,
 ) -> list[Row]:
     """N threads contending one PI futex (the ``pi_futex`` workload: FUTEX_LOCK_PI /
     FUTEX_UNLOCK_PI over the rt-mutex with today's spinning rules), one row per measured N,
@@ -266,7 +296,7 @@ def pi_futex_rows(
         run_ns = item.params.get("run_duration_ns", item.params.get("duration_ns", PI_SPAN))
         span = min(int(run_ns), PI_SPAN)
         data = pi_futex_scenario(profile, f"pi-futex-{s.label}", n, cs, span)
-        runs = _simulate(data, params, catalog, seeds)
+        runs = _simulate(data, params, catalog, seeds, workers)
         sims = [float(r["throughput_ops_per_s"]) for r in runs]
         sim_handoff = float(np.nanmedian([r["handoff_median_ns"] for r in runs]))
         sim_sleeps = float(np.mean([r.get("locks.pi_futex.sleeps", 0.0) / max(1.0, r["ops"]) for r in runs]))
@@ -318,10 +348,15 @@ def pending(profile: Profile, catalog: sc.Catalog) -> list[str]:
 
 
 def profile_rows(
-    profile: Profile, params: Params, catalog: sc.Catalog, seeds: int, progress: ProgressFn | None = None
+    profile: Profile,
+    params: Params,
+    catalog: sc.Catalog,
+    seeds: int,
+    progress: ProgressFn | None = None,
+    workers: int | None = None,
 ) -> list[Row]:
     """Every held-back composite row of ``profile``."""
-    rows = messaging_rows(profile, params, catalog, seeds, progress)
-    rows += netns_rows(profile, params, catalog, seeds, progress)
-    rows += pi_futex_rows(profile, params, catalog, seeds, progress)
+    rows = messaging_rows(profile, params, catalog, seeds, progress, workers)
+    rows += netns_rows(profile, params, catalog, seeds, progress, workers)
+    rows += pi_futex_rows(profile, params, catalog, seeds, progress, workers)
     return rows

@@ -77,7 +77,9 @@ def _story_rows(story: Story, seeds: int, workers: int | None, progress: bool) -
         bar.close()
 
 
-def profile_rows(profile_path: str, params_path: str | None, seeds: int, progress: bool = False) -> tuple[list[Row], list[str]]:
+def profile_rows(
+    profile_path: str, params_path: str | None, seeds: int, progress: bool = False, workers: int | None = None
+) -> tuple[list[Row], list[str]]:
     """The held-back composite rows of a measured profile (calibration/composites.py)."""
     from calibration import composites
     from calibration.params import resolve_params
@@ -94,7 +96,7 @@ def profile_rows(profile_path: str, params_path: str | None, seeds: int, progres
         )
         assert params is not None
         cat = catalog()
-        rows = composites.profile_rows(profile, params, cat, seeds, lambda label, f: bar(f, f"{short}: {label}"))
+        rows = composites.profile_rows(profile, params, cat, seeds, lambda label, f: bar(f, f"{short}: {label}"), workers)
     finally:
         bar.close()
     if not rows and not composites.pending(profile, cat):
@@ -109,7 +111,7 @@ def profile_rows(profile_path: str, params_path: str | None, seeds: int, progres
 def _profile_job(job: tuple[str, int]) -> tuple[list[Row], list[str]]:
     """:func:`profile_rows` of one of several profiles (each with its own params), in a worker."""
     path, seeds = job
-    return profile_rows(path, None, seeds)
+    return profile_rows(path, None, seeds, workers=1)  # already in a worker: its seeds one after the other
 
 
 def print_rows(rows: list[Row], out) -> None:  # type: ignore[no-untyped-def]
@@ -183,7 +185,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     rows = collect_rows(names, args.seeds, args.workers, show)
     pending: list[str] = []
     if len(profile_paths) == 1:
-        results = [profile_rows(profile_paths[0], args.params, args.seeds, show)]
+        results = [profile_rows(profile_paths[0], args.params, args.seeds, show, args.workers)]
     elif profile_paths:
         # several collections: one worker process per profile at a time, rows in the order given
         from calibration.sweep import pmap
