@@ -58,18 +58,10 @@ def _simulate(
 ) -> list[dict[str, float]]:
     """The scenario's metrics for seeds 1..seeds (common random numbers across profiles), the
     seeds in ``workers`` processes (the same metrics, in seed order, whatever their number)."""
-    from .sweep import pmap
+    from .sweep import pmap, seed_metrics
 
     scn = sc.validate(apply_params(data, params), catalog)
-    return pmap(_run_metrics, [(scn, s) for s in range(1, seeds + 1)], workers=workers)
-
-
-def _run_metrics(run: tuple[sc.Scenario, int]) -> dict[str, float]:
-    """One seed of :func:`_simulate`, for a worker process (the models' catalog, as the CLI's)."""
-    import models
-
-    scn, seed = run
-    return sc.run(scn, models.catalog(), seed=seed).metrics
+    return pmap(seed_metrics, [(scn, s) for s in range(1, seeds + 1)], workers=workers)
 
 
 def messaging_rows(

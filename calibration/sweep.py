@@ -224,6 +224,13 @@ def _run_pool(jobs: Sequence[Job], n: int) -> Generator[Outcome, None, None]:
                     pending.add(pool.submit(run_job, nxt))
 
 
+def seed_metrics(run: tuple[sc.Scenario, int]) -> dict[str, float]:
+    """The metrics of one validated scenario run with one seed: the worker for :func:`pmap`
+    over a story's or a profile's seeds (the models' catalog, as every CLI verb uses)."""
+    scn, seed = run
+    return sc.run(scn, catalog(), seed=seed).metrics
+
+
 def pmap(
     fn: Callable[[_T], _R],
     items: Sequence[_T],

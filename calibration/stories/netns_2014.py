@@ -33,7 +33,7 @@ import tomli_w
 
 from sim import scenario as sc
 
-from ..sweep import pmap
+from ..sweep import pmap, seed_metrics
 from ..validation import Row, Story, StoryOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,20 +112,9 @@ def scenario(
 def rate(scn: sc.Scenario, seeds: int, mark: int = MARK, workers: int | None = None) -> float:
     """Mean rate (routers/s) over the interval ending at ``mark``, over seeds 1..seeds (run in
     ``workers`` processes; the mean is the same whatever their number)."""
-    vals = pmap(_scenario_rate, [(scn, seed, mark) for seed in range(1, seeds + 1)], workers=workers)
+    runs = pmap(seed_metrics, [(scn, seed) for seed in range(1, seeds + 1)], workers=workers)
+    vals = [m.get(f"rate_at_{mark}", math.nan) for m in runs]
     return sum(vals) / len(vals)
-
-
-def _scenario_rate(run: tuple[sc.Scenario, int, int]) -> float:
-    """One seed of :func:`rate`, for a worker process."""
-    scn, seed, mark = run
-    return sc.run(scn, _catalog(), seed=seed).metrics.get(f"rate_at_{mark}", math.nan)
-
-
-def _rate_run(run: tuple[tuple[Any, ...], int]) -> float:
-    """One seed of :func:`rate` on ``scenario(*args)``, for a worker process."""
-    args, seed = run
-    return _scenario_rate((scenario(*args), seed, MARK))
 
 
 def rows(opts: StoryOptions) -> list[Row]:
@@ -146,13 +135,14 @@ def rows(opts: StoryOptions) -> list[Row]:
         ("later_1_none", (1, "none", "full", "v3.10", "v3.13")),
         ("later_4_all", (4, "all", "full", "v3.10", "v3.13")),
     ]
-    runs = [(args, seed) for _, args in configs for seed in range(1, n + 1)]
+    scns = {key: scenario(*args) for key, args in configs}
+    runs = [(scns[key], seed) for key, _ in configs for seed in range(1, n + 1)]
 
     def done(k: int, total: int) -> None:
         if opts.progress is not None:
             opts.progress(f"{k} of {total} runs", k / total)
 
-    rates = iter(pmap(_rate_run, runs, workers=opts.workers, done=done))
+    rates = iter(m.get(f"rate_at_{MARK}", math.nan) for m in pmap(seed_metrics, runs, workers=opts.workers, done=done))
     # the mean over the seeds, summed in seed order as rate() does
     r = {key: sum(next(rates) for _ in range(n)) / n for key, _ in configs}
     fitted = fit.get("fitted", {})

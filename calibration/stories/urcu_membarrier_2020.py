@@ -32,7 +32,7 @@ import tomli_w
 from sim import scenario as sc
 from sim.units import S
 
-from ..sweep import pmap
+from ..sweep import pmap, seed_metrics
 from ..validation import Row, Story, StoryOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,13 +147,7 @@ def scenario(config: str, duration: int = DURATION, extra: dict[str, Any] | None
 def measure(scn: sc.Scenario, seeds: int, workers: int | None = None) -> dict[str, float]:
     """Means over seeds 1..seeds, counts scaled to a 10-second run (the seeds in ``workers``
     processes; the means are the same whatever their number)."""
-    return _means(scn, pmap(_run_metrics, [(scn, seed) for seed in range(1, seeds + 1)], workers=workers))
-
-
-def _run_metrics(run: tuple[sc.Scenario, int]) -> dict[str, float]:
-    """One seed's metrics, for a worker process."""
-    scn, seed = run
-    return sc.run(scn, _catalog(), seed=seed).metrics
+    return _means(scn, pmap(seed_metrics, [(scn, seed) for seed in range(1, seeds + 1)], workers=workers))
 
 
 def _means(scn: sc.Scenario, runs: list[dict[str, float]]) -> dict[str, float]:
@@ -179,7 +173,7 @@ def simulate(
         if progress is not None:
             progress(f"{k} of {total} runs", k / total)
 
-    mets = iter(pmap(_run_metrics, runs, workers=workers, done=done))
+    mets = iter(pmap(seed_metrics, runs, workers=workers, done=done))
     return {config: _means(scns[config], [next(mets) for _ in range(seeds)]) for config in CONFIGS}
 
 
