@@ -240,11 +240,17 @@ def pmap(
     """``[fn(x) for x in items]``, the calls spread over ``workers`` local processes (default:
     every core this process may use; 1: here, in order). ``fn`` must be a module-level function
     and each call independent of the others (its own seed), so the result is the same, bit for
-    bit, whatever the number of workers; ``done(finished, total)`` follows the progress."""
+    bit, whatever the number of workers; ``done(finished, total)`` follows the progress. Called
+    from a worker process (one of several profiles validated at once), it runs here: no pool
+    inside a pool."""
+    import multiprocessing
+
     n = default_workers() if workers is None else workers
     if n < 1:
         raise ConfigError("--workers", f"{n} is below 1", "use at least one worker")
     n = min(n, len(items))
+    if multiprocessing.parent_process() is not None:
+        n = 1
     out: list[Any] = [None] * len(items)
     if n <= 1:
         for i, x in enumerate(items):

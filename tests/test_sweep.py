@@ -241,3 +241,22 @@ def test_pmap_interrupted_leaves_no_worker_behind(tmp_path):
         time.sleep(0.1)
     assert not multiprocessing.active_children()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["done.0"]
+
+
+def _pid(_: int) -> int:
+    import os
+
+    return os.getpid()
+
+
+def _inner_pmap(x: int) -> tuple[int, list[int]]:
+    import os
+
+    return os.getpid(), sw.pmap(_pid, [x, x + 1], workers=2)
+
+
+def test_pmap_inside_a_worker_runs_in_that_worker():
+    """A pmap called from a worker (one of several profiles) runs its calls in that worker,
+    not in a pool of its own."""
+    for outer, inner in sw.pmap(_inner_pmap, [1, 2], workers=2):
+        assert inner == [outer, outer]

@@ -111,7 +111,7 @@ def profile_rows(
 def _profile_job(job: tuple[str, int]) -> tuple[list[Row], list[str]]:
     """:func:`profile_rows` of one of several profiles (each with its own params), in a worker."""
     path, seeds = job
-    return profile_rows(path, None, seeds, workers=1)  # already in a worker: its seeds one after the other
+    return profile_rows(path, None, seeds)
 
 
 def print_rows(rows: list[Row], out) -> None:  # type: ignore[no-untyped-def]
