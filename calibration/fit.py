@@ -808,6 +808,10 @@ def robust_cv(x: np.ndarray) -> float:
 
 
 def make_costs(values: Mapping[str, Any]) -> Costs:
+    """Costs from estimated values at the precision a params file holds them (durations in
+    whole ns, the rates per second and jitter_cv to 3 places), so that the fit's own runs, its
+    checks and every later run from the written file simulate the same machine, bit for bit: a
+    rate that differs in its 7th digit still changes when each random event falls."""
     base = Costs()
     kw: dict[str, Any] = {}
     for f in dataclasses.fields(Costs):
@@ -817,7 +821,7 @@ def make_costs(values: Mapping[str, Any]) -> Costs:
         elif f.name == "other_gaps":
             kw[f.name] = tuple(max(0, int(x)) for x in v)
         else:
-            kw[f.name] = max(0.0, float(v)) if f.name in FLOAT_COSTS else max(0, int(round(v)))
+            kw[f.name] = round(max(0.0, float(v)), 3) if f.name in FLOAT_COSTS else max(0, int(round(v)))
     return Costs(**kw)
 
 
@@ -1116,17 +1120,26 @@ def calibrate(
         rng = np.random.default_rng(rng_seed)
         idx = [replicas.index(OUTCOME_REPLICA[o]) for o in outcomes]
         s0 = np.array([sim_at[r] for r in replicas])
+
+        def shift(ob: np.ndarray, dd: np.ndarray) -> np.ndarray:
+            """The fitted parameters' step that minimises sum(((s0 + Jd dd + Jt dt)[rows] / ob -
+            1)^2) over dt: the linearised refit for measured outcomes ``ob`` and direct changes
+            ``dd``."""
+            w = 1.0 / ob
+            dt, *_ = np.linalg.lstsq(jac_theta[idx, :] * w[:, None], 1.0 - (s0 + jac_direct @ dd)[idx] * w, rcond=None)
+            return np.asarray(dt)
+
+        # the fit does not meet every anchor exactly (its outcomes are simulated, and two anchors
+        # of one parameter disagree), so the linearised refit of the unresampled data already
+        # steps away from theta: the replicates are taken relative to that step, so that the
+        # interval is about theta, not about the linear model's own exact solution
+        dt0 = shift(np.array([med[o] for o in outcomes]), np.zeros(len(direct_names)))
         draws: dict[str, list[float]] = {p: [] for p in [*direct, *names, *PIPE_SCALED, "jitter_cv"]}
         for _ in range(bootstrap):
             mb = {q: med[q] + float(np.median(rng.choice(v, size=v.size, replace=True))) - sub_med[q] for q, v in samples.items()}
             db = _direct_values(mb, cross, base, None)
             dd = np.array([db[p] - direct[p] for p in direct_names])
-            ob = np.array([mb[o] for o in outcomes])
-            # minimise sum(((s0 + Jd dd + Jt dt)[rows] / ob - 1)^2) over dt
-            w = 1.0 / ob
-            a_mat = jac_theta[idx, :] * w[:, None]
-            rhs = 1.0 - (s0 + jac_direct @ dd)[idx] * w
-            dt, *_ = np.linalg.lstsq(a_mat, rhs, rcond=None)
+            dt = shift(np.array([mb[o] for o in outcomes]), dd) - dt0
             tb = np.maximum(theta + dt, 0.0)
             for p in direct:
                 draws[p].append(db[p])
@@ -1213,7 +1226,26 @@ def calibrate(
                 "an item measured while the machine was slower or faster than for the others is the usual cause "
                 "(compare the items' medians with another collection, or collect again)"
             )
-    costs = make_costs({k: e.value for k, e in estimates.items()})
+    workload = workload_estimates(profile, bootstrap, rng_seed, warnings)
+    ticks = tick_table(profile, warnings)
+    gaps = gap_table(profile, warnings, apply=other_gaps)
+    m = profile.machine
+    machine = {
+        "host": profile.uname.nodename,
+        "kernel": m.kernel_release,
+        "cpu_model": m.cpu_model,
+        "cpus": profile.cpus,
+        "hz": hz,
+        "preempt": profile.preempt,
+        "hypervisor": m.hypervisor_flag,
+        "collected": profile.start_time,
+        "mode": profile.options.mode,
+    }
+    cal = Calibration(profile.source, target, seeds, bootstrap, estimates, rows, warnings, machine, workload, ticks, gaps)
+    # the checks run the calibrated model as the params file holds it, measured tables included
+    # (the fitted replicas above keep ``tick`` x jitter: README, calibration), so that a check is
+    # what any later run from the file gives
+    costs = cal.costs()
     slack = float(profile.item("sleep_lateness").params.get("timer_slack_ns") or 0)
     for q, replica in CHECKS.items():
         if q in med:
@@ -1236,23 +1268,8 @@ def calibrate(
             rows.append(
                 OutcomeRow(q, _m(q), measured, sim, "check", "median; the model's wakeup of an idle CPU ignores its idle age")
             )
-    workload = workload_estimates(profile, bootstrap, rng_seed, warnings)
-    ticks = tick_table(profile, warnings)
-    gaps = gap_table(profile, warnings, apply=other_gaps)
-    m = profile.machine
-    machine = {
-        "host": profile.uname.nodename,
-        "kernel": m.kernel_release,
-        "cpu_model": m.cpu_model,
-        "cpus": profile.cpus,
-        "hz": hz,
-        "preempt": profile.preempt,
-        "hypervisor": m.hypervisor_flag,
-        "collected": profile.start_time,
-        "mode": profile.options.mode,
-    }
     step("done", 1.0)
-    return Calibration(profile.source, target, seeds, bootstrap, estimates, rows, warnings, machine, workload, ticks, gaps)
+    return cal
 
 
 def optional_direct(

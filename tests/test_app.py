@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from app.explorer import content, core
+from calibration.params import load_params
+from calibration.profile import DEFAULT_PARAMS
 from sim import scenario as sc
 
 streamlit = pytest.importorskip("streamlit")
@@ -81,7 +83,9 @@ def test_machine_page_shows_the_bundled_calibration_and_predicts_the_composites(
     assert set(costs["method"]) <= {"direct", "fit", "spread", "default"}
     # each value in its unit, as the params file writes it: ns, a rate per second, a ratio
     by = dict(zip(costs["parameter"], costs["value"], strict=True))
-    assert by["context_switch"] == "761 ns" and by["other_call_rcu_per_s"] == "1.60 /s" and by["jitter_cv"] == "0.023"
+    written = load_params(DEFAULT_PARAMS).costs
+    assert by["context_switch"] == f"{written['context_switch']} ns" and by["jitter_cv"] == f"{written['jitter_cv']:.3f}"
+    assert by["other_call_rcu_per_s"] == f"{written['other_call_rcu_per_s']:.2f} /s"
     at.number_input(key="machine|seeds").set_value(1)
     at.button(key="machine|run").click().run()
     assert not at.exception and not errors(at)

@@ -14,7 +14,7 @@ import pytest
 
 from app.cli import main
 from calibration import fit
-from calibration.microbench import Target, pingpong, sleep_lateness, spawn_wait, stream
+from calibration.microbench import Target, mean_over_seeds, pingpong, sleep_lateness, spawn_wait, stream
 from calibration.params import load_params, params_toml
 from calibration.profile import COSTS_ORIGIN, COSTS_ORIGIN_PARAMS, DEFAULT_PARAMS, DEFAULT_PROFILE, load_profile, validate_profile
 from sim.config import from_mapping
@@ -131,6 +131,15 @@ def test_fitted_anchors_match_and_checks_are_reported(cal):
     assert any(o.role == "check" for o in cal.outcomes)
 
 
+def test_fitted_values_lie_inside_their_bootstrap_intervals(cal):
+    # the linearised bootstrap steps from the fit's own (inexact) solution: an interval centred on
+    # the linear model's exact solution instead left 27 fitted values of the collections outside
+    fitted = {n: e for n, e in cal.estimates.items() if e.method == "fit"}
+    assert {"context_switch", "exec", "exit"} <= set(fitted)
+    for name, e in fitted.items():
+        assert e.low is not None and e.high is not None and e.low <= e.value <= e.high, (name, e.value, e.low, e.high)
+
+
 def test_every_costs_field_is_estimated_and_fits_the_costs_type(cal):
     mapping = cal.costs_mapping()
     assert set(mapping) == {f.name for f in dataclasses.fields(Costs)}
@@ -151,6 +160,26 @@ def test_calibration_is_deterministic(profile):
     a = fit.calibrate(profile, seeds=1, bootstrap=3, rng_seed=3).to_json()
     b = fit.calibrate(profile, seeds=1, bootstrap=3, rng_seed=3).to_json()
     assert a == b
+
+
+def test_checks_are_what_a_run_from_the_written_params_file_gives(cal, tmp_path):
+    # the grace-period checks depend on the measured tick table (busy) and the idle CPU's rates
+    # per second (idle), which the params file holds to 3 places: a check computed from anything
+    # else than the file's model could not be reproduced from it
+    f = tmp_path / "p.toml"
+    f.write_text(params_toml(cal, DEFAULT_PROFILE, command="test", version="0"))
+    costs = fit.make_costs(load_params(f).costs)
+    assert costs.tick_busy and costs.other_call_rcu_per_s > 0
+    assert costs == cal.costs()
+    target = Target.of(load_profile(DEFAULT_PROFILE))
+    checks = {o.name: o.simulated for o in cal.outcomes if o.role == "check"}
+    for name in ("gp_busy_mean", "gp_idle_mean", "sleep_1ms"):
+        assert checks[name] == mean_over_seeds(fit.CHECKS[name], costs, target, cal.seeds), name
+
+
+def test_costs_hold_the_rates_to_the_params_files_precision():
+    c = fit.make_costs({"other_call_rcu_per_s": 1.5995312, "jitter_cv": 0.0226568, "context_switch": 760.6})
+    assert (c.other_call_rcu_per_s, c.jitter_cv, c.context_switch) == (1.6, 0.023, 761)
 
 
 def test_params_toml_round_trips(cal, tmp_path):
