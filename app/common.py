@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +23,11 @@ def catalog() -> sc.Catalog:
 
 
 def resolve_scenario(name: str) -> Path:
+    if not name.strip():
+        raise ConfigError("SCENARIO", "is empty", "give a scenario .toml file or a bundled name (rcusim list)")
     p = Path(name)
+    if p.is_dir():
+        raise ConfigError(name, "is a directory, not a scenario file", "give a scenario .toml file or a bundled name")
     if p.exists():
         return p
     bundled = SCENARIO_DIR / f"{name}.toml"
@@ -30,6 +35,41 @@ def resolve_scenario(name: str) -> Path:
         return bundled
     known = ", ".join(sorted(x.stem for x in SCENARIO_DIR.glob("*.toml")))
     raise ConfigError(name, "no such scenario file or bundled scenario", f"bundled: {known}")
+
+
+def check_outputs(outputs: Sequence[tuple[str, str | Path | None]], inputs: Sequence[str | Path | None] = ()) -> None:
+    """Refuse, before any work, output paths (flag, path) that are empty, a directory, in a
+    directory that does not exist, that cannot be written (tried by opening it for appending;
+    a file that did not exist is removed again), the same file as one of ``inputs`` (a
+    run would overwrite the profile, scenario or params it reads) or the same file as another
+    output."""
+    seen: dict[Path, str] = {}
+    ins = {Path(p).resolve() for p in inputs if p is not None and str(p).strip() and Path(p).exists()}
+    for flag, path in outputs:
+        if path is None:
+            continue
+        if not str(path).strip():
+            raise ConfigError(flag, "is an empty file name", f"give a file, e.g. {flag} out.json, or leave {flag} out")
+        p = Path(path)
+        if p.is_dir():
+            raise ConfigError(flag, f"{p} is a directory", "give a file name")
+        parent = p.parent if str(p.parent) else Path(".")
+        if not parent.is_dir():
+            raise ConfigError(flag, f"directory {parent} does not exist", "create it or choose another path")
+        r = p.resolve()
+        if r in ins:
+            raise ConfigError(flag, f"{p} is also an input of this command: it would be overwritten", "write elsewhere")
+        if r in seen:
+            raise ConfigError(flag, f"{p} is also the file of {seen[r]}", "give the two outputs different files")
+        seen[r] = flag
+        existed = p.exists()
+        try:  # a probe: what the OS refuses (permissions, /proc, a read-only mount) fails now, not after the work
+            with open(p, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise ConfigError(flag, f"cannot write {p}: {exc.strerror}", "choose a writable path") from None
+        if not existed:
+            os.unlink(p)
 
 
 def parse_sets(items: Sequence[str]) -> dict[str, Any]:
@@ -83,8 +123,11 @@ def print_result(res: sc.Result, out: Any) -> None:
     for col in ("latency", "count", "mean", "p50", "p90", "p99", "max"):
         lt.add_column(col, justify="right")
     for name, s in res.latency.items():
+        # the key says its --json unit (ns); this table is in microseconds
         lt.add_row(
-            name, str(s["count"]), *(_fmt(s[k] / 1000.0) if s["count"] else "-" for k in ("mean", "p50", "p90", "p99", "max"))
+            name.removesuffix("_ns"),
+            str(s["count"]),
+            *(_fmt(s[k] / 1000.0) if s["count"] else "-" for k in ("mean", "p50", "p90", "p99", "max")),
         )
     con.print(lt)
     con.print(f"simulated {res.sim_ns / 1e9:.4g} s in {res.wall_s:.2f} s wall, {res.events:,} events, rcusim {res.version}")

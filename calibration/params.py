@@ -52,6 +52,19 @@ class Params:
     workload: dict[str, dict[str, Any]] = field(default_factory=dict)
     """``[workload.KIND]`` tables: knobs for a scenario whose workload is KIND."""
 
+    def holds(self, key: str) -> bool:
+        """Whether the scenario key path ``key`` (``kernel.rcu.nocb``, ``costs.wakeup``,
+        ``workload.calls``) takes its value from this file, so that an error about it can name
+        the file."""
+        parts = key.split(".")
+        if parts[0] == "costs" and len(parts) > 1:
+            return parts[1] in self.costs
+        if parts[0] == "kernel" and len(parts) > 2:
+            return parts[2] in self.kernel.get(parts[1], {})
+        if parts[0] == "workload" and len(parts) > 1:
+            return any(parts[1] in knobs for knobs in self.workload.values())
+        return False
+
 
 def sibling_params(profile_path: str | Path) -> Path:
     """Where ``rcusim calibrate`` writes by default: ``NAME-params.toml`` next to ``NAME.json``."""
@@ -87,6 +100,12 @@ def load_params(path: str | Path) -> Params:
     workload = data.get("workload", {})
     if not isinstance(workload, Mapping) or not all(isinstance(v, Mapping) for v in workload.values()):
         raise ConfigError(f"{name}: workload", "expected [workload.KIND] tables of workload knobs")
+    if not costs and not kernel and not workload:
+        raise ConfigError(
+            name,
+            "holds no parameters (no [costs], [kernel.*] or [workload.*] values)",
+            "write one with: rcusim calibrate PROFILE --out FILE",
+        )
     return Params(
         name,
         dict(costs),

@@ -9,12 +9,13 @@ by a profile's figures when a run is given one (``--profile``, ``--params``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
 from .config import knob
 from .errors import ConfigError
-from .units import MS, US
+from .units import MS, US, fmt_ns
 
 PROFILE = "dev profile 2026-11-22T02:10Z (calibration/profiles/history/dev-2026-11-22T0210.json)"
 
@@ -170,6 +171,13 @@ class KernelConfig:
                 "is larger than sched_latency",
                 "keep sched_min_granularity <= sched_latency",
             )
+
+
+MAX_COST = 10 * 1000 * MS
+"""The largest value a duration in ``Costs`` may take: every one is the time of a single
+operation (a switch, a wakeup, an exec), so a value of seconds is a unit mistake (a plain number
+is nanoseconds), and one of years would leave the run with nothing to simulate before
+``scenario.max_time`` while looking like a workload too large to finish."""
 
 
 @dataclass(frozen=True)
@@ -405,6 +413,17 @@ class Costs:
     )
 
     def check(self, path: str) -> None:
+        for f in dataclasses.fields(self):
+            if f.metadata.get("unit") != "ns":
+                continue
+            v = getattr(self, f.name)
+            if isinstance(v, int) and v > MAX_COST:
+                where = f"{path}.{f.name}" if path else f.name
+                raise ConfigError(
+                    where,
+                    f"{fmt_ns(v)} is above {fmt_ns(MAX_COST)}: a cost is the time of one operation",
+                    "a plain number is nanoseconds; give a unit, e.g. '50 us'",
+                )
         if self.other_gaps_per_s and not self.other_gaps:
             where = f"{path}.other_gaps" if path else "other_gaps"
             raise ConfigError(

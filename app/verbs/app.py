@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 import os
 import shlex
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,14 @@ def environment() -> dict[str, str]:
 def cmd_app(args: argparse.Namespace) -> int:
     if not 1 <= args.port <= 65535:
         raise ConfigError("--port", f"{args.port} is not a port number", "use 1..65535, e.g. --port 8501")
+    try:  # Streamlit would fail on it with a page of traceback after starting
+        socket.getaddrinfo(args.address, args.port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise ConfigError(
+            "--address",
+            f"{args.address!r} does not resolve to an address",
+            "use localhost, 0.0.0.0 or one of this machine's IP addresses",
+        ) from None
     cmd = command(args.port, args.address)
     if args.dry_run:
         print(shlex.join(cmd))

@@ -14,7 +14,7 @@ from calibration.profile import load_profile
 from sim.errors import ConfigError
 from sim.scenario import VERSION
 
-from ..common import Progress
+from ..common import Progress, check_outputs
 
 VERB = "calibrate"
 SUMMARY = """fit the model's costs to a profile (direct mappings and SciPy fits of
@@ -95,9 +95,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile)
     out = Path(args.out) if args.out else sibling_params(args.profile)
     report = Path(args.report) if args.report else default_report(out)
-    for flag, path in (("--out", out), ("--report", report)):
-        if not path.parent.exists():
-            raise ConfigError(flag, f"directory {path.parent} does not exist", "create it or choose another path")
+    if args.bootstrap < 0:
+        raise ConfigError("--bootstrap", f"{args.bootstrap} is negative", "use 0 (no intervals) or more, e.g. 400")
+    if out.suffix != ".toml":
+        raise ConfigError("--out", f"{out} is not a .toml file: the params file is TOML", "name it e.g. params.toml")
+    check_outputs([("--out", out), ("--report", report)], [args.profile])
     prog = Progress("calibrate", not args.no_progress)
     try:
         cal = calibrate(

@@ -89,6 +89,8 @@ def _model_error(args: argparse.Namespace, story: str | None) -> prescreen.Model
     if args.validation:
         try:
             doc = json.loads(Path(args.validation).read_text(encoding="utf-8"))
+            if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+                raise ValueError('expected an object {"rows": [...]}')
             rows = doc["rows"]
         except FileNotFoundError:
             raise ConfigError(

@@ -11,7 +11,7 @@ from sim.config import set_path
 from sim.errors import ConfigError
 from sim.trace import Tracer
 
-from ..common import Progress, catalog, parse_sets, print_result, resolve_scenario
+from ..common import Progress, catalog, check_outputs, parse_sets, print_result, resolve_scenario
 
 VERB = "run"
 SUMMARY = """simulate a scenario (a .toml file or a bundled name) and print its
@@ -46,7 +46,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     overrides = parse_sets(args.set or [])
     if args.seed is not None:
         overrides["scenario.seed"] = args.seed
-    data = sc.load(resolve_scenario(args.scenario))
+    path = resolve_scenario(args.scenario)
+    if args.trace is not None:
+        from calibration.params import sibling_params
+
+        inputs = [path, args.params, args.profile, sibling_params(args.profile) if args.profile else None]
+        check_outputs([("--trace", args.trace)], inputs)
+    data = sc.load(path)
+    params = None
     if args.params or args.profile:
         from calibration.params import apply_params, resolve_params
 
@@ -55,7 +62,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             apply_params(data, params)  # scenario file < params < --set
     for key, value in overrides.items():
         set_path(data, key, value)
-    scn = sc.validate(data, cat)
+    try:
+        scn = sc.validate(data, cat)
+    except ConfigError as exc:
+        if params is not None and exc.field not in overrides and params.holds(exc.field):
+            raise ConfigError(f"{params.source}: {exc.field}", exc.problem, exc.fix) from None
+        raise
     tracer = Tracer() if args.trace else None
     prog = Progress(scn.meta.name, not args.no_progress)
     try:

@@ -173,6 +173,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
         profile_paths = [str(DEFAULT_PROFILE)] if DEFAULT_PROFILE.is_file() else []
     if not names and not profile_paths:
         raise ConfigError("NAME", "no story given", f"name one of {', '.join(stories.NAMES)}, use --all or --profile FILE")
+    if args.params and not profile_paths:
+        raise ConfigError(
+            "--params",
+            "applies only with --profile (the stories use their own fitted values)",
+            "add --profile FILE, or leave --params out",
+        )
+    for flag, given in (("NAME", names), ("--profile", [str(Path(p).resolve()) for p in profile_paths])):
+        twice = sorted({n for n in given if given.count(n) > 1})
+        if twice:
+            raise ConfigError(flag, f"{twice[0]} is given twice", "name each once")
     if args.params and len(profile_paths) > 1:
         raise ConfigError(
             "--params",
@@ -191,7 +201,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from calibration.sweep import pmap
 
         def done(k: int, total: int) -> None:
-            print(f"profile {k}/{total} done", file=sys.stderr, flush=True)
+            if show:
+                print(f"profile {k}/{total} done", file=sys.stderr, flush=True)
 
         results = pmap(_profile_job, [(p, args.seeds) for p in profile_paths], workers=args.workers, done=done)
     else:
