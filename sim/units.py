@@ -14,7 +14,7 @@ MS = 1_000_000
 S = 1_000_000_000
 
 _UNITS = {"ns": NS, "us": US, "µs": US, "ms": MS, "s": S}
-_DURATION_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*(ns|us|µs|ms|s)\s*$")
+_DURATION_RE = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*(ns|us|µs|ms|s)\s*$")
 
 
 class DurationError(ValueError):

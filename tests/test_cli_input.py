@@ -97,3 +97,12 @@ def test_compare_names_a_validation_file_of_the_wrong_shape(tmp_path, capsys):
     f = tmp_path / "list.json"
     f.write_text(json.dumps([1, 2]))
     fails(["compare", "scenarios/patches/pipe-cost-30.toml", "-n", "2", "--validation", str(f)], capsys, "--validation", "rows")
+
+
+def test_a_membarrier_command_the_kernel_era_lacks_says_which_era_has_it(capsys):
+    urcu = ["run", "urcu-membarrier-2020", "--set", "workload.membarrier=global_expedited", "--set", "workload.duration=1 ms"]
+    fails([*urcu, "--no-progress"], capsys, "EINVAL", "kernel.membarrier.era")
+
+
+def test_a_negative_duration_with_a_unit_is_called_negative(capsys):
+    fails(["run", "gp-latency", *SMALL, "--set", "costs.wakeup=-1 us"], capsys, "costs.wakeup", "negative")

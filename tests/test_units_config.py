@@ -58,6 +58,7 @@ def test_from_mapping_ok_and_roundtrip():
         ({"n": True}, "x.n", "expected an integer"),
         ({"mode": "c"}, "x.mode", "is not one of"),
         ({"inner": {"cost": -1}}, "x.inner.cost", "negative"),
+        ({"inner": {"cost": "-1 us"}}, "x.inner.cost", "-1 us is negative"),  # a number and a unit: read, then bounded
         ({"inner": {"cost": "3 parsecs"}}, "x.inner.cost", "cannot read duration"),
         ({"inner": 3}, "x.inner", "expected a table"),
         ({"cpus": 3}, "x.cpus", "expected a list"),

@@ -107,7 +107,12 @@ class TestUrcu:
             if cmd in ("private_expedited", "global_expedited"):
                 r = yield Membarrier(f"register_{cmd}")
                 if r < 0:
-                    raise ScenarioError(f"test_urcu: membarrier registration failed ({r}) for {cmd}")
+                    why = (
+                        "; MEMBARRIER_CMD_GLOBAL_EXPEDITED arrived in v4.16: set kernel.membarrier.era = 'v6'"
+                        if cmd == "global_expedited"
+                        else ""
+                    )
+                    raise ScenarioError(f"test_urcu: membarrier registration failed ({r}, EINVAL) for {cmd}{why}")
         yield Call(self._create_threads)
         yield Sleep(self.cfg.duration)
         self.lib.stopped = True
