@@ -62,7 +62,7 @@ def check_outputs(outputs: Sequence[tuple[str, str | Path | None]], inputs: Sequ
         if r in seen:
             raise ConfigError(flag, f"{p} is also the file of {seen[r]}", "give the two outputs different files")
         seen[r] = flag
-        existed = p.exists()
+        existed = os.path.lexists(p)  # a dangling symlink counts: the probe must not remove the link
         try:  # a probe: what the OS refuses (permissions, /proc, a read-only mount) fails now, not after the work
             with open(p, "a", encoding="utf-8"):
                 pass

@@ -1272,6 +1272,26 @@ def calibrate(
     return cal
 
 
+def calibration_gaps(profile: Profile) -> tuple[list[str], list[str]]:
+    """The items :func:`calibrate` needs (the quantities it always reads) that ``profile``
+    lacks: (not collected, collected but not usable); ``rcusim collect`` says them after a
+    partial collection instead of a next step that would fail."""
+    missing: dict[str, None] = {}
+    unusable: dict[str, None] = {}
+    for q in _needed(profile.cpus >= 2):
+        if q in OPTIONAL:
+            continue
+        name, series = _where(q)
+        it = profile.items.get(name)
+        if it is None:
+            missing[name] = None
+            continue
+        src = it.get_series(series) if series else it
+        if not _available(profile, q) or src is None or not src.samples:
+            unusable[name] = None
+    return list(missing), [n for n in unusable if n not in missing]
+
+
 def optional_direct(
     profile: Profile, od: OptionalDirect, bootstrap: int = 0, rng_seed: int = 0, warnings: list[str] | None = None
 ) -> Estimate:
