@@ -211,6 +211,23 @@ def test_stdout_mode_is_pure_json(collector):
         _check_item(name, item, 10)
 
 
+def test_a_profile_that_cannot_take_its_name_is_kept(collector, tmp_path):
+    # the rename at the end fails (the name is a directory now): the measurement is whole in the
+    # temporary file, which stays, and the message says where
+    out = tmp_path / "taken"
+    (out / "x").mkdir(parents=True)
+    res = subprocess.run(
+        [collector, "--quick", "--items", "syscall", "--max-samples", "10", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 1
+    kept = list(tmp_path.glob("taken.tmp.*"))
+    assert len(kept) == 1 and f"kept in {kept[0]}" in res.stderr
+    assert list(json.loads(kept[0].read_text())["items"]) == ["syscall"]
+
+
 def _run_unprivileged(collector: Path, args: list[str]) -> subprocess.CompletedProcess:
     if os.geteuid() != 0:
         return subprocess.run([collector, *args], capture_output=True, text=True, timeout=300)

@@ -393,14 +393,16 @@ int main(int argc, char **argv)
 			rc = 1;
 		if (fclose(out) != 0)
 			rc = 1;
+		int complete = rc == 0; /* the temporary file holds the whole profile */
 		if (rc == 0 && rename(tmp_path, out_path) != 0) {
-			fprintf(stderr, COLLECTOR_NAME ": cannot rename %s to %s: %s\n", tmp_path, out_path,
-				strerror(errno));
+			/* keep the measurement: only its final name is missing */
+			fprintf(stderr, COLLECTOR_NAME ": cannot rename %s to %s: %s; the profile is kept in %s\n",
+				tmp_path, out_path, strerror(errno), tmp_path);
 			rc = 1;
 		}
-		if (rc != 0)
+		if (rc != 0 && !complete)
 			unlink(tmp_path);
-		else
+		else if (rc == 0)
 			fprintf(stderr, "profile written to %s\n", out_path);
 	}
 	if (restore_failures) {
