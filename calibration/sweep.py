@@ -17,6 +17,12 @@ again with the same arguments and it skips the rows already there. When every ro
 file is rewritten sorted by grid point then replication, with metric columns in name order:
 an interrupted-and-resumed sweep leaves exactly the file an uninterrupted one does.
 
+Every row also records what else determines its result: the scenario's name and its
+:func:`definition`, a hash of the complete base scenario (defaults filled in, ``--set`` applied)
+without the grid keys. A resume whose scenario or settings differ from the file's is refused
+before anything runs, as is one with other grid keys or another seed, so a file never mixes
+rows of two sweeps.
+
 Nothing here imports the CLI or streamlit; the app and the explorer call these functions.
 """
 
@@ -25,7 +31,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import csv
+import hashlib
 import itertools
+import json
 import math
 import os
 import signal
@@ -44,8 +52,10 @@ from sim.errors import ConfigError, RcusimError
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO_DIR = ROOT / "scenarios"
 
-# Columns every row has before its metrics.
+# Columns every row has before its metrics: the replication and its seed, then what the sweep
+# ran (the scenario's name and its definition, see definition()).
 KEY_COLUMNS = ("replication", "seed")
+DEFINITION_COLUMNS = ("scenario", "definition")
 ERROR_COLUMN = "error"
 LATENCY_STATS = ("mean", "p50", "p90", "p99", "max")
 _T = TypeVar("_T")
@@ -76,7 +86,11 @@ def catalog() -> sc.Catalog:
 
 def replication_seeds(base_seed: int, n: int) -> list[int]:
     """The seeds of replications ``0..n-1``: children of ``SeedSequence(base_seed)``, as
-    63-bit integers (a scenario seed). The first ``k`` are the same whatever ``n`` is."""
+    63-bit integers (a scenario seed). The first ``k`` are the same whatever ``n`` is.
+    ``base_seed`` is ``--seed`` or a (validated, non-negative) ``scenario.seed``."""
+    if base_seed < 0:
+        # the words of the scenario.seed knob's own check (rcusim run --seed -1)
+        raise ConfigError("--seed", f"{base_seed} is negative", "use a value >= 0")
     children = np.random.SeedSequence(base_seed).spawn(n)
     return [int(c.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1)) for c in children]
 
@@ -142,11 +156,33 @@ def default_workers() -> int:
 
 
 def scheduler_address(given: str | None) -> str | None:
-    """``--scheduler`` if given, else ``DASK_SCHEDULER_ADDRESS`` if set, else None (local)."""
+    """``--scheduler`` if given, else ``DASK_SCHEDULER_ADDRESS`` if set, else None (local).
+    An address that is not of the form ``tcp://HOST:PORT`` is a ConfigError naming where it
+    came from (before anything runs)."""
     if given:
+        check_scheduler_address(given, "--scheduler")
         return given
     env = os.environ.get("DASK_SCHEDULER_ADDRESS", "").strip()
+    if env:
+        check_scheduler_address(env, "DASK_SCHEDULER_ADDRESS")
     return env or None
+
+
+def check_scheduler_address(address: str, field: str = "--scheduler") -> None:
+    """Raise a ConfigError unless Dask can parse ``address`` (``tcp://10.0.0.5:8786``, or
+    ``HOST:PORT``, ``tls://HOST:PORT``...). Reachability is not checked here."""
+    try:
+        from distributed.comm import get_address_host_port
+    except ImportError:  # pragma: no cover - dask is a dependency
+        raise RcusimError(f"{field}: dask.distributed is not installed (pip install 'dask[distributed]')") from None
+    try:
+        get_address_host_port(address)
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        raise ConfigError(
+            field,
+            f"{address!r} is not a Dask scheduler address: {exc}",
+            "write it as tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786",
+        ) from None
 
 
 def run_jobs(jobs: Sequence[Job], workers: int | None = None, scheduler: str | None = None) -> Generator[Outcome, None, None]:
@@ -269,18 +305,47 @@ def pmap(
     return out
 
 
+def _dask_client(address: str) -> Any:
+    """A Dask client connected to ``address`` (waiting up to 60 s for it).
+
+    distributed closes a client that fails to connect only on an OSError; after any other
+    failure (a TLS address without a TLS configuration) the half-started client is closed at
+    garbage collection, when its event loop is gone, and that waits twice the timeout: the
+    process seems to hang. This client closes itself on every failure to start."""
+    from dask.distributed import Client
+
+    class _Client(Client):  # type: ignore[misc]
+        async def _start(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await super()._start(*args, **kwargs)
+            except BaseException:
+                if getattr(self, "status", "closed") != "closed":
+                    with contextlib.suppress(Exception):
+                        await self._close(fast=True)
+                raise
+
+    return _Client(address, timeout="60s", set_as_default=False)
+
+
 def _run_dask(jobs: Sequence[Job], address: str) -> Generator[Outcome, None, None]:
     try:
-        from dask.distributed import Client, as_completed
+        from dask.distributed import as_completed
     except ImportError:  # pragma: no cover - dask is a dependency
         raise RcusimError("--scheduler: dask.distributed is not installed (pip install 'dask[distributed]')") from None
+    check_scheduler_address(address)
     try:
-        client = Client(address, timeout="60s", set_as_default=False)
+        client = _dask_client(address)
     except (OSError, TimeoutError) as exc:
         raise ConfigError(
             "--scheduler",
             f"cannot reach the Dask scheduler at {address}: {exc}",
             "start one (dask scheduler) or check the address",
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(
+            "--scheduler",
+            f"cannot connect to the Dask scheduler at {address}: {exc}",
+            "check the address, and the TLS configuration for a tls:// address",
         ) from None
     futures = []
     finished = False
@@ -379,7 +444,53 @@ def point_data(base: Mapping[str, Any], axes: Sequence[Axis], point: Sequence[in
     return data
 
 
+# ---------------------------------------------------------------------------------- what a sweep is
+def _drop_path(doc: dict[str, Any], key: str) -> None:
+    *parents, last = key.split(".")
+    node: Any = doc
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node.pop(last, None)
+
+
+def definition(base: sc.Scenario, grid_keys: Iterable[str]) -> str:
+    """What determines a sweep's results besides its grid values and seeds: a short hash of the
+    complete base scenario (:func:`sim.scenario.canonical`: defaults filled in, units resolved,
+    ``--set`` applied) without the grid keys, so that adding values to a grid still resumes.
+    The scenario's name and description change no result and are left out, and so is its
+    seed: each row's seed has a column of its own, checked on its own."""
+    doc = sc.canonical(base)
+    for k in ("name", "description", "seed"):
+        doc["scenario"].pop(k, None)
+    for key in grid_keys:
+        _drop_path(doc, key)
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 # ---------------------------------------------------------------------------------- output files
+def _check_columns(where: Path, header: Sequence[str], grid_columns: Sequence[str]) -> None:
+    """Refuse a file whose leading columns are not those of this sweep (other grid keys, not a
+    sweep file) or that does not record the sweep's definition (written by an older rcusim)."""
+    want = [*grid_columns, *KEY_COLUMNS]
+    if list(header[: len(want)]) != want:
+        if not set(KEY_COLUMNS) <= set(header):
+            problem = f"is not a sweep file (columns {', '.join(header[:6]) or 'none'}; a sweep's start with {', '.join(want)})"
+            fix = f"use another output file, or delete {where}"
+        else:
+            problem = f"holds a different sweep (columns {', '.join(header[: len(want)])}; this one has {', '.join(want)})"
+            fix = "use another output file, or the same --grid keys in the same order"
+        raise ConfigError(f"--out {where}", problem, fix)
+    if list(header[len(want) : len(want) + len(DEFINITION_COLUMNS)]) != list(DEFINITION_COLUMNS):
+        raise ConfigError(
+            f"--out {where}",
+            "was written by an older rcusim that did not record the scenario and settings of its sweep, "
+            "so a resume cannot tell whether its rows belong to this sweep",
+            f"run the sweep into a new file (another --out), or delete {where}",
+        )
+
+
 def _cell(v: Any) -> str:
     if isinstance(v, bool):
         return str(int(v))
@@ -390,51 +501,62 @@ def _cell(v: Any) -> str:
 
 class RowFile:
     """The rows of a sweep in a CSV file: read what is there, append rows as they come,
-    rewrite sorted at the end. ``key_columns`` are the grid keys then replication and seed."""
+    rewrite sorted at the end. ``key_columns`` are the grid keys, replication, seed, then the
+    sweep's scenario and definition; ``done_columns`` (grid keys and replication) name a run.
+    Reading never writes: a file that belongs to another sweep is refused untouched."""
 
     def __init__(self, path: Path, grid_columns: Sequence[str]) -> None:
         self.path = path
         self.grid_columns = list(grid_columns)
-        self.key_columns = [*self.grid_columns, *KEY_COLUMNS]
+        self.key_columns = [*self.grid_columns, *KEY_COLUMNS, *DEFINITION_COLUMNS]
+        self.done_columns = [*self.grid_columns, KEY_COLUMNS[0]]
         self.header: list[str] = []
         self.rows: list[dict[str, str]] = []
+        self.dirty = False
         if path.exists() and path.stat().st_size > 0:
             self._read()
 
     def _read(self) -> None:
-        with self.path.open(newline="", encoding="utf-8") as fp:
-            reader = csv.DictReader(fp)
-            header = list(reader.fieldnames or [])
-            want = self.key_columns
-            if header[: len(want)] != want:
-                raise ConfigError(
-                    f"--out {self.path}",
-                    f"holds a different sweep (columns {', '.join(header[: len(want)]) or 'none'}; this one has {', '.join(want)})",
-                    "use another output file, or the same --grid keys in the same order",
-                )
-            rows = []
-            dirty = False
-            for row in reader:
-                if None in row or any(v is None for v in row.values()):
-                    dirty = True  # a row cut short by an interruption mid-write: run it again
-                    continue
-                rows.append(dict(row))
+        try:
+            with self.path.open(newline="", encoding="utf-8") as fp:
+                reader = csv.DictReader(fp)
+                header = list(reader.fieldnames or [])
+                _check_columns(self.path, header, self.grid_columns)
+                rows = []
+                dirty = False
+                for row in reader:
+                    if None in row or any(v is None for v in row.values()):
+                        dirty = True  # a row cut short by an interruption mid-write: run it again
+                        continue
+                    rows.append(dict(row))
+            ends_clean = self.path.read_bytes().endswith(b"\n")
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise ConfigError(
+                f"--out {self.path}",
+                f"is not a sweep file (not a UTF-8 CSV: {exc})",
+                f"use another output file, or delete {self.path}",
+            ) from None
+        except OSError as exc:
+            raise ConfigError(f"--out {self.path}", f"cannot read it: {exc.strerror or exc}", "use another output file") from None
         self.header = header
         self.rows = rows
-        if dirty or not self.path.read_bytes().endswith(b"\n"):
-            self._write(rows, self.path)  # drop the broken line before appending after it
+        # drop the broken line before appending after it (at the first append: not before the
+        # sweep has checked that this file is its own)
+        self.dirty = dirty or not ends_clean
 
     def done_keys(self) -> set[tuple[str, ...]]:
-        return {tuple(r[c] for c in self.key_columns[:-1]) for r in self.rows}
+        return {tuple(r[c] for c in self.done_columns) for r in self.rows}
 
     def append(self, row: dict[str, str]) -> None:
         new_cols = [c for c in row if c not in self.header]
         self.rows.append(row)
-        if not self.header or new_cols:
-            # First row, or a metric this file has no column for yet: rewrite with the wider header.
+        if not self.header or new_cols or self.dirty:
+            # First row, a metric this file has no column for yet, or a line cut short to drop:
+            # rewrite the whole file (with the wider header).
             metric_cols = sorted({*self.header[len(self.key_columns) :], *new_cols} - {ERROR_COLUMN, *self.key_columns})
             self.header = [*self.key_columns, *metric_cols, ERROR_COLUMN]
             self._write(self.rows, self.path)
+            self.dirty = False
             return
         with self.path.open("a", newline="", encoding="utf-8") as fp:
             csv.DictWriter(fp, self.header, restval="", lineterminator="\n").writerow(row)
@@ -456,7 +578,7 @@ class RowFile:
         seen = set()
         out = []
         for r in sorted(self.rows, key=order):
-            k = tuple(r[c] for c in self.key_columns[:-1])
+            k = tuple(r[c] for c in self.done_columns)
             if k not in seen:
                 seen.add(k)
                 out.append(r)
@@ -494,7 +616,7 @@ def write_parquet(path: Path, header: Sequence[str], rows: Sequence[dict[str, st
             cols[c] = _typed(texts)
         elif c in KEY_COLUMNS:
             cols[c] = pa.array([int(t) for t in texts], type=pa.int64())
-        elif c == ERROR_COLUMN:
+        elif c == ERROR_COLUMN or c in DEFINITION_COLUMNS:
             cols[c] = texts
         else:
             cols[c] = pa.array([float(t) if t != "" else math.nan for t in texts], type=pa.float64())
@@ -503,11 +625,21 @@ def write_parquet(path: Path, header: Sequence[str], rows: Sequence[dict[str, st
     os.replace(tmp, path)
 
 
-def read_parquet_rows(path: Path) -> list[dict[str, str]]:
-    """Rows of a finished Parquet sweep, as the CSV journal writes them (for resuming)."""
+def read_parquet_rows(path: Path, grid_columns: Sequence[str] | None = None) -> list[dict[str, str]]:
+    """Rows of a finished Parquet sweep, as the CSV journal writes them (for resuming). With
+    ``grid_columns``, a file that is not Parquet, or not a sweep over those keys, is a
+    ConfigError (as for a CSV file)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    try:
+        if grid_columns is not None:
+            _check_columns(path, pq.read_schema(path).names, grid_columns)
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ConfigError(
+            f"--out {path}", f"is not a sweep file (not a Parquet file: {exc})", f"use another output file, or delete {path}"
+        ) from None
     out = []
     for rec in table.to_pylist():
         row = {}
@@ -523,6 +655,49 @@ def read_parquet_rows(path: Path) -> list[dict[str, str]]:
 
 
 # ---------------------------------------------------------------------------------- the sweep
+def _check_writable(path: Path) -> None:
+    """Before anything runs: the output file (if it is there) takes appends, and its folder
+    takes the temporary file a rewrite goes through. Nothing is left behind."""
+    if path.is_dir():
+        raise ConfigError("--out", f"{path} is a folder", "give a file name, FILE.csv or FILE.parquet")
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        if path.exists():
+            with path.open("a", encoding="utf-8"):
+                pass
+        with tmp.open("w", encoding="utf-8"):
+            pass
+        tmp.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            "--out", f"cannot write {path}: {exc.strerror or exc}", "write to a folder where you can create files"
+        ) from None
+
+
+def _check_rows(where: Path, rows: Sequence[dict[str, str]], name: str, defn: str, seeds: Sequence[int]) -> None:
+    """Refuse rows that another sweep wrote: another scenario or settings (the definition
+    column), or another seed for a replication this sweep runs."""
+    fix = f"use another --out file, or delete {where} to start this sweep afresh"
+    for row in rows:
+        old_name, old_defn = row.get("scenario", ""), row.get("definition", "")
+        if old_defn != defn:
+            if old_name != name:
+                problem = f"holds a different sweep: of scenario {old_name!r} (definition {old_defn}); this one runs {name!r} (definition {defn})"
+            else:
+                problem = (
+                    f"holds a different sweep: of scenario {name!r} with other settings (definition {old_defn}, this one's is {defn}): "
+                    "a --set, the scenario file or a model default differs"
+                )
+            raise ConfigError(f"--out {where}", problem, fix)
+        r = int(row["replication"]) if row["replication"].isdigit() else -1
+        if 0 <= r < len(seeds) and row["seed"] != str(seeds[r]):
+            raise ConfigError(
+                f"--out {where}",
+                f"holds replication {r} with seed {row['seed']}, but this sweep's is {seeds[r]}",
+                "use the same --seed (and scenario) as the sweep that wrote it, or another file",
+            )
+
+
 @dataclass(frozen=True)
 class SweepSummary:
     path: Path | None
@@ -553,6 +728,9 @@ def sweep(
     Every grid point is validated before anything runs (a bad key or value is one
     ConfigError naming it). Rows go to ``out`` (``.csv`` or ``.parquet``) as they finish;
     rows already in ``out`` (an earlier, interrupted run of the same sweep) are skipped.
+    A file that holds another sweep (other grid keys, seeds, scenario or settings: see
+    :func:`definition`), that is not a sweep file, or that cannot be written is a ConfigError
+    before anything runs, and is left as it was.
     ``on_row`` sees each new row after it is on disk. Returns every row, sorted.
     """
     if replications < 1:
@@ -571,8 +749,11 @@ def sweep(
             where = ", ".join(f"{a.key}={a.texts[i]}" for a, i in zip(axes, point, strict=True))
             raise ConfigError(f"--grid {exc.field}", f"{exc.problem} at grid point {where}", exc.fix) from None
         datas.append(pd)
+    if scheduler:
+        check_scheduler_address(scheduler)
 
     grid_columns = [a.key for a in axes]
+    name, defn = base.meta.name, definition(base, grid_columns)
     path = Path(out) if out is not None else None
     parquet = path is not None and path.suffix.lower() in (".parquet", ".pq")
     if path is not None and not parquet and path.suffix.lower() != ".csv":
@@ -580,22 +761,23 @@ def sweep(
     if path is not None and path.parent and not path.parent.exists():
         raise ConfigError("--out", f"{path.parent} does not exist", "create the folder first")
     journal_path = path.with_name(path.name + ".partial.csv") if parquet and path is not None else path
+    if path is not None and journal_path is not None:
+        _check_writable(path)
+        if journal_path != path:
+            _check_writable(journal_path)
     rf = RowFile(journal_path, grid_columns) if journal_path is not None else None
-    if parquet and path is not None and path.exists() and rf is not None:
+    earlier: list[dict[str, str]] = []
+    if parquet and path is not None and path.exists() and path.stat().st_size > 0:
+        earlier = read_parquet_rows(path, grid_columns)
+        _check_rows(path, earlier, name, defn, seeds)
+    if rf is not None:
+        _check_rows(rf.path, rf.rows, name, defn, seeds)
+        # only now that both files are known to hold this sweep: the journal takes the finished rows
         known = rf.done_keys()
-        for row in read_parquet_rows(path):
-            if tuple(row.get(c, "") for c in rf.key_columns[:-1]) not in known:
+        for row in earlier:
+            if tuple(row.get(c, "") for c in rf.done_columns) not in known:
                 rf.append(row)
     done = rf.done_keys() if rf is not None else set()
-    if rf is not None:
-        for row in rf.rows:
-            r = int(row["replication"]) if row["replication"].isdigit() else -1
-            if 0 <= r < replications and row["seed"] != str(seeds[r]):
-                raise ConfigError(
-                    f"--out {journal_path}",
-                    f"holds replication {r} with seed {row['seed']}, but this sweep's is {seeds[r]}",
-                    "use the same --seed (and scenario) as the sweep that wrote it, or another file",
-                )
 
     jobs = []
     for point, pd in zip(points, datas, strict=True):
@@ -619,6 +801,7 @@ def sweep(
             row = {a.key: a.texts[i] for a, i in zip(axes, point, strict=True)}
             row["replication"] = str(r)
             row["seed"] = str(outcome.job.seed)
+            row["scenario"], row["definition"] = name, defn
             for k, v in outcome.metrics.items():
                 row[k] = _cell(v)
             row[ERROR_COLUMN] = outcome.error
@@ -650,6 +833,7 @@ def sweep(
             journal_path.unlink(missing_ok=True)  # type: ignore[union-attr]
     else:
         rows = sorted(mem_rows, key=order)
-        metric_cols = sorted({k for r in rows for k in r} - set(grid_columns) - set(KEY_COLUMNS) - {ERROR_COLUMN})
-        header = [*grid_columns, *KEY_COLUMNS, *metric_cols, ERROR_COLUMN]
+        lead = [*grid_columns, *KEY_COLUMNS, *DEFINITION_COLUMNS]
+        metric_cols = sorted({k for r in rows for k in r} - set(lead) - {ERROR_COLUMN})
+        header = [*lead, *metric_cols, ERROR_COLUMN]
     return SweepSummary(path, total, skipped, len(jobs), failed, rows, header)

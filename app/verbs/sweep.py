@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from calibration import prescreen
 from calibration import sweep as sw
 from sim import scenario as sc
+from sim.errors import ConfigError
 
 from ..common import parse_sets
 from .compare import CountBar
@@ -45,12 +47,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(fn=cmd_sweep)
 
 
+def metric_columns(summary: sw.SweepSummary, axes: list[sw.Axis]) -> list[str]:
+    """The metric columns of a sweep's rows (every column but the grid keys, the replication,
+    seed and definition columns, and the error)."""
+    lead = {a.key for a in axes} | set(sw.KEY_COLUMNS) | set(sw.DEFINITION_COLUMNS) | {sw.ERROR_COLUMN}
+    return [c for c in summary.header if c not in lead]
+
+
+def check_metrics(summary: sw.SweepSummary, axes: list[sw.Axis], metrics: list[str] | None) -> None:
+    """``--metric`` names must be metrics the sweep reports: the rule (and the suggestion of a
+    close name) of ``rcusim compare --metric``. Not checked when every run failed: then no
+    run reported any metric, and the table shows the errors."""
+    if not metrics or all(r.get(sw.ERROR_COLUMN) for r in summary.rows):
+        return
+    try:
+        prescreen._check_metrics(metrics, metric_columns(summary, axes))
+    except ConfigError as exc:
+        raise ConfigError(exc.field, "is not a metric this sweep reports", exc.fix) from None
+
+
 def print_table(summary: sw.SweepSummary, axes: list[sw.Axis], metrics: list[str] | None, out) -> None:  # type: ignore[no-untyped-def]
     from rich.console import Console
     from rich.table import Table
 
     grid_cols = [a.key for a in axes]
-    present = [c for c in summary.header if c not in grid_cols and c not in sw.KEY_COLUMNS and c != sw.ERROR_COLUMN]
+    present = metric_columns(summary, axes)
     if metrics:
         show = [m for m in metrics if m in present]
     else:
@@ -108,5 +129,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         fail = f", {summary.failed} failed (see the error column)" if summary.failed else ""
         print(f"{args.out}: {len(summary.rows)} rows ({what}{fail})")
     else:
+        check_metrics(summary, axes, args.metric)
         print_table(summary, axes, args.metric, sys.stdout)
     return 1 if summary.failed else 0
