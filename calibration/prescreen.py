@@ -531,7 +531,7 @@ def judge(
     else:
         nearest = min(abs(lo), abs(hi))
         lab = "yes" if nearest > model_error else "no"
-        note = f"{'beyond' if lab == 'yes' else 'within'} the model's validated error of {100 * model_error:.0f}%"
+        note = f"{'beyond' if lab == 'yes' else 'within'} the model error of {100 * model_error:.0f}%"
     return Effect(metric, d, float(b.mean()), float(p.mean()), effect, lo, hi, verdict, lab, note)
 
 
@@ -627,22 +627,26 @@ class Comparison:
     def verdict(self) -> str:
         """One sentence: what the patch does and whether a lab run is worth it."""
         judged = [e for e in self.effects if e.verdict in ("improves", "regresses")]
-        if not judged:
-            moved = [e for e in self.effects if e.verdict == "changes"]
-            extra = f" ({len(moved)} metric(s) of unknown direction moved)" if moved else ""
-            return f"no detectable effect at {100 * self.confidence:.0f}% confidence{extra}: not worth a lab run"
+        moved = [e for e in self.effects if e.verdict == "changes"]
+        if not judged and not moved:
+            return f"no detectable effect at {100 * self.confidence:.0f}% confidence: not worth a lab run"
         parts = [f"{e.metric} {e.verdict} by {100 * abs(e.effect):.1f}%" for e in judged[:3]]
         if len(judged) > 3:
             parts[-1] += f" (and {len(judged) - 3} more metric(s))"
-        worth = [e for e in judged if e.lab_run == "yes"]
+        if moved:
+            parts.append(f"{len(moved)} metric(s) of unknown direction moved")
+        # the decision is over every metric that moved: name the ones that decide it
+        worth = [e for e in judged + moved if e.lab_run == "yes"]
+        me = self.model_error
+        words = "the model error given" if me.source.startswith("given with") else "the model's validated error"
         if worth:
-            tail = "larger than the model's validated error: worth a lab run"
-        elif self.model_error.value is None:
+            names = ", ".join(e.metric for e in worth[:3]) + (f" and {len(worth) - 3} more" if len(worth) > 3 else "")
+            pct = f" ({100 * me.value:.0f}%)" if me.value is not None else ""
+            tail = f"{names} beyond {words}{pct}: worth a lab run"
+        elif me.value is None:
             tail = "no validated error known for this scenario: a lab run would have to decide"
         else:
-            tail = (
-                f"within the model's validated error ({100 * self.model_error.value:.0f}%): not worth a lab run on this evidence"
-            )
+            tail = f"within {words} ({100 * me.value:.0f}%): not worth a lab run on this evidence"
         return "; ".join(parts) + f" — {tail}"
 
     def to_json(self) -> dict[str, Any]:

@@ -182,7 +182,7 @@ def test_lab_changing_a_knob_changes_the_result():
     at = page("lab").run()
     assert not errors(at)
     at.radio(key="lab|profile").set_value("the scenario's own values").run()
-    prefix = "lab|messaging-demo|messaging|own|None|None|"
+    prefix = "lab|messaging-demo|messaging|own|"
     for key, value in (("workload.groups", 1), ("workload.senders", 3), ("workload.receivers", 3), ("workload.loops", 10)):
         at.number_input(key=prefix + key).set_value(value)
     at.button(key="lab|run").click().run()
@@ -463,3 +463,349 @@ def test_every_story_page_runs_its_scenario(story):
     table = runs_table(at)
     assert len(table) == 1
     assert len(table.columns) >= 2
+
+
+# ---------------------------------------------------------------------------------- audit fixes
+def _charts(at: AppTest) -> list[dict]:
+    """The Vega-Lite specs of the page's charts, in page order."""
+    return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+
+
+def _runs_data(at: AppTest, prefix: str) -> list[dict]:
+    """The complete scenarios (TOML, as run) of the runs on a page."""
+    import tomllib
+
+    return [tomllib.loads(r["toml"]) for r in at.session_state[f"{prefix}|runs"]]
+
+
+def test_table_knobs_round_trip_and_are_shown_read_only():
+    """costs.tick_busy (one measured row per jiffy) is a table: written and read back as one
+    TOML value, never split on commas; the pages show it read-only and carry it through."""
+    cat = core.catalog()
+    prof = core.bundled_profile()
+    assert prof.costs["tick_busy"], "the bundled profile measures the tick table"
+    scn = core.validate(core.apply_profile(core.load_bundled("messaging-demo"), prof, None, None), cat)
+    canon = core.canonical(scn)
+    knobs = core.all_knobs(scn, cat)
+    knob = knobs["costs.tick_busy"]
+    assert knob.kind == "table" and knobs["costs.other_gaps"].kind == "list"
+    back = core.from_widget(knob, core.to_widget(knob, canon["costs"]["tick_busy"]))
+    assert back == [list(r) for r in prof.costs["tick_busy"]]
+    values = {key: core.from_widget(k, core.to_widget(k, core.get_path(canon, key))) for key, k in knobs.items()}
+    assert core.changed(knobs, values, canon) == {}
+    rows = len(prof.costs["tick_busy"])
+    assert core.read_only(knob, canon["costs"]["tick_busy"]) == f"measured table, {rows:,} rows of 2 values"
+    assert core.read_only(knobs["costs.other_gaps"], [1000, 2000]) is None  # a short list stays editable
+    assert core.read_only(knobs["costs.other_gaps"], list(range(1, 500))) == "measured list, 499 values"
+
+
+def test_lab_runs_with_the_bundled_profile_costs():
+    at = page("lab").run()
+    assert at.radio(key="lab|profile").value == "bundled profile"
+    captions = " ".join(c.value for c in at.caption)
+    rows = len(core.bundled_profile().costs["tick_busy"])
+    assert f"`costs.tick_busy`: measured table, {rows:,} rows" in captions
+    assert not [t for t in at.text_input if t.key.endswith("costs.tick_busy")], "no text field holds the table"
+    at.button(key="lab|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    (data,) = _runs_data(at, "lab")
+    assert data["costs"]["tick_busy"] == [list(r) for r in core.bundled_profile().costs["tick_busy"]]
+
+
+def test_lab_runs_with_an_uploaded_profile():
+    at = page("lab").run()
+    at.radio(key="lab|profile").set_value("upload a profile (JSON from rcusim collect)").run()
+    raw = (ROOT / "calibration" / "profiles" / "default.json").read_bytes()
+    at.file_uploader(key="lab|upload").set_value(("mine.json", raw, "application/json")).run()
+    assert not at.exception and not errors(at), errors(at)
+    assert "uploaded: mine.json" in " ".join(c.value for c in at.caption)
+    at.button(key="lab|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    (data,) = _runs_data(at, "lab")
+    assert len(data["costs"]["tick_busy"]) > 10
+
+
+def test_ab_builds_the_knob_grid_of_every_bundled_scenario():
+    at = page("ab").run()
+    for name in core.bundled_scenarios():
+        at.selectbox(key="ab|scenario").set_value(name).run()
+        assert not at.exception, (name, [e.value for e in at.exception])
+        assert not errors(at), (name, errors(at))
+    # the urcu page's quick size is a string with a unit: shown as it is, not int()'d
+    at.selectbox(key="ab|scenario").set_value("urcu-membarrier-2020").run()
+    assert at.text_input(key="ab|urcu-membarrier-2020|both|workload.duration").value == "300 ms"
+
+
+def test_durations_with_a_unit_are_shown_in_widgets():
+    knob = core.Knob("workload.duration", "duration", "duration", "", unit="ns")
+    assert core.to_widget(knob, "300 ms") == "300 ms" and core.to_widget(knob, 1_500_000) == "1.5 ms"
+    from sim.units import parse_duration
+
+    assert parse_duration(core.from_widget(knob, core.to_widget(knob, "300 ms"))) == 300_000_000
+    assert core.to_widget(knob, "fast") == "fast"  # the scenario's validation names it on Run
+
+
+def _fake_comparison(effects, error=None, source="not judged on this page"):
+    from calibration.prescreen import Comparison, ModelError
+
+    runs = [{e.metric: e.base_mean for e in effects} for _ in range(3)]
+    runs_b = [{e.metric: e.patch_mean for e in effects} for _ in range(3)]
+    return Comparison("A", "B", [], 3, [11, 12, 13], 0.95, ModelError(None, error, source), effects, runs, runs_b)
+
+
+def _ab_with(monkeypatch, comp, scenario="netns-2014", setup=None):
+    """The A/B page with ``comp`` as the comparison its runs give (no simulation); returns the
+    page and the TOML of both sides as the page passed them."""
+    from app.explorer import ui
+
+    asked = {}
+
+    def fake(toml_a, toml_b, replications, confidence, error, error_source, story):
+        asked.update(a=toml_a, b=toml_b, error=error, source=error_source)
+        return comp
+
+    monkeypatch.setattr(ui, "cached_compare", fake)
+    at = page("ab").run()
+    if scenario != "netns-2014":
+        at.selectbox(key="ab|scenario").set_value(scenario).run()
+    if setup is not None:
+        setup(at)
+    at.button(key="ab|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    return at, asked
+
+
+def test_ab_does_not_offer_the_seed_the_base_seed_box_sets(monkeypatch):
+    import tomllib
+
+    from calibration.prescreen import Effect
+
+    comp = _fake_comparison([Effect("routers_per_s", "higher", 10.0, 5.0, -0.5, -0.6, -0.4, "regresses", "unknown")])
+
+    def setup(at):
+        k = "ab|netns-2014"
+        assert "scenario.seed" not in at.multiselect(key=k + "|differ").options
+        assert "scenario.seed" not in at.multiselect(key=k + "|common").options
+        at.number_input(key="ab|seed").set_value(42)
+
+    at, asked = _ab_with(monkeypatch, comp, setup=setup)
+    assert tomllib.loads(asked["a"])["scenario"]["seed"] == 42 == tomllib.loads(asked["b"])["scenario"]["seed"]
+
+
+LAB_OWN = "lab|messaging-demo|messaging|own|"
+
+
+def test_lab_hand_set_cpus_and_hz_keep_edits_and_win():
+    at = page("lab").run()
+    at.radio(key="lab|profile").set_value("the scenario's own values").run()
+    at.number_input(key=LAB_OWN + "workload.loops").set_value(7).run()
+    at.checkbox(key="lab|hand").check().run()
+    assert not at.exception and not errors(at), errors(at)
+    # ticking changes nothing by itself: the edit stays, and CPUs and HZ start from the scenario's
+    assert at.number_input(key=LAB_OWN + "workload.loops").value == 7
+    own = core.canonical(core.validate(core.load_bundled("messaging-demo")))
+    assert at.number_input(key="lab|hz").value == own["kernel"]["hz"] == 1000
+    assert at.number_input(key="lab|cpus").value == own["machine"]["cpus"]
+    # one source of truth: while hand-set, the forms do not show machine.cpus and kernel.hz
+    keys = {w.key for w in at.number_input}
+    assert LAB_OWN + "machine.cpus" not in keys and LAB_OWN + "kernel.hz" not in keys
+    at.number_input(key="lab|cpus").set_value(2).run()
+    at.number_input(key="lab|hz").set_value(250).run()
+    assert at.number_input(key=LAB_OWN + "workload.loops").value == 7, "changing CPUs or HZ keeps the edits"
+    at.number_input(key=LAB_OWN + "workload.groups").set_value(1)
+    at.number_input(key=LAB_OWN + "workload.loops").set_value(2)
+    at.button(key="lab|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    (data,) = _runs_data(at, "lab")
+    assert data["machine"]["cpus"] == 2 and data["kernel"]["hz"] == 250
+    # unticking hands the values to the forms: still 2 CPUs and HZ 250
+    at.checkbox(key="lab|hand").uncheck().run()
+    assert at.number_input(key=LAB_OWN + "machine.cpus").value == 2
+    assert at.number_input(key=LAB_OWN + "kernel.hz").value == 250
+    assert at.number_input(key=LAB_OWN + "workload.loops").value == 2
+
+
+def test_lab_hand_set_starts_from_the_form():
+    at = page("lab").run()
+    at.radio(key="lab|profile").set_value("the scenario's own values").run()
+    at.number_input(key=LAB_OWN + "machine.cpus").set_value(3).run()
+    at.checkbox(key="lab|hand").check().run()
+    assert at.number_input(key="lab|cpus").value == 3
+
+
+def test_ab_result_layout_and_a_huge_effect(monkeypatch):
+    from calibration.prescreen import Effect
+
+    effects = [
+        Effect("rcu.synchronize_mean_ms", "lower", 1.0, 555.66, 554.66, 550.0, 560.0, "regresses", "unknown"),
+        Effect("rcu.synchronize_calls", "lower", 100.0, 101.0, 0.01, -0.02, 0.04, "no detectable effect", "no"),
+        Effect("routers_per_s", "higher", 250.0, 25.0, -0.9, -0.901, -0.899, "regresses", "unknown"),
+        Effect("time_s", "lower", 1.0, 1.2, 0.2, 0.15, 0.25, "regresses", "unknown"),
+    ]
+    at, _ = _ab_with(monkeypatch, _fake_comparison(effects))
+    # the runs CSV sits beside A (TOML) and B (TOML), not under a metric
+    blocks = [b for b in at.main.children.values() if getattr(b, "type", "") == "flex_container"]
+    downloads = [
+        b
+        for b in blocks
+        if any(getattr(ch, "label", "") == "A (TOML)" for col in b.children.values() for ch in col.children.values())
+    ]
+    assert len(downloads) == 1
+    labels = [getattr(ch, "label", "") for col in downloads[0].children.values() for ch in col.children.values()]
+    assert labels == ["A (TOML)", "B (TOML)", "Runs (CSV)"]
+    metric_cols = next(
+        b
+        for b in blocks
+        if any(getattr(ch, "label", "") == "A mean" for col in b.children.values() for ch in col.children.values())
+    )
+    assert all(ch.type == "metric" for col in metric_cols.children.values() for ch in col.children.values())
+    # the interval in a short form, and in full words in a caption
+    interval = next(m for m in at.metric if "interval" in m.label)
+    assert interval.value == "[-90.1%, -89.9%]"
+    assert any("from -90.1% to -89.9%" in c.value for c in at.caption)
+    # the chart: the +55,466 % effect is cut at the axis limit and marked, the others keep their scale
+    spec = _charts(at)[-1]
+    text = json.dumps(spec)
+    assert '"labelLimit": 0' in text, "full metric names, never rcu.synchronize_… twice"
+    domain = next(
+        lay["encoding"]["x"]["scale"]["domain"] for lay in spec["layer"] if "scale" in lay.get("encoding", {}).get("x", {})
+    )
+    assert domain[1] < 1000 and domain[0] < -90
+    rows, limit, _ = core.effect_chart_rows(_fake_comparison(effects))
+    clipped = {r["metric"]: r["clipped"] for r in rows}
+    assert clipped["rcu.synchronize_mean_ms"] == "+55,466% (off the axis)" and limit is not None and limit < 1000
+    assert not clipped["time_s"] and not clipped["routers_per_s"]
+    assert any(lay["mark"].get("type") == "text" for lay in spec["layer"] if isinstance(lay.get("mark"), dict))
+    assert any("rcu.synchronize_mean_ms +55,466%" in c.value and "cut at +" in c.value for c in at.caption)
+
+
+def test_effect_chart_does_not_cut_comparable_effects():
+    from calibration.prescreen import Effect
+
+    effects = [
+        Effect("a", "higher", 1.0, 1.5, 0.5, 0.4, 0.6, "improves", "unknown"),
+        Effect("b", "higher", 1.0, 0.8, -0.2, -0.3, -0.1, "regresses", "unknown"),
+    ]
+    rows, limit, domain = core.effect_chart_rows(_fake_comparison(effects))
+    assert limit is None and all(not r["clipped"] for r in rows)
+    assert domain[0] < -30 and domain[1] > 60
+
+
+def test_ab_verdicts_agree_and_say_whose_error(monkeypatch):
+    """With an error the user typed (1000 %): every sentence calls it "the model error you
+    entered", the overall sentence names the metrics each judgement is about (so it cannot
+    contradict the headline), and a change of unknown direction is shown in a neutral box."""
+    from calibration.prescreen import Effect
+
+    effects = [
+        Effect("ns_per_enqueue_dequeue", None, 145.0, 118.2, -0.185, -0.19, -0.18, "changes", "no"),
+        Effect("rcu.synchronize_mean_ms", "lower", 1.0, 555.66, 554.66, 550.0, 560.0, "regresses", "yes"),
+        Effect("requests_per_s", "higher", 100.0, 110.0, 0.1, 0.05, 0.15, "improves", "no"),
+    ]
+    comp = _fake_comparison(effects, error=10.0, source="entered on the page")
+
+    def setup(at):
+        at.selectbox(key="ab|errmode").set_value("a model error I enter").run()
+        at.number_input(key="ab|err").set_value(1000.0)
+
+    at, asked = _ab_with(monkeypatch, comp, setup=setup)
+    assert asked["error"] == pytest.approx(10.0) and asked["source"] == "entered on the page"
+    at.selectbox(key="ab|metric").set_value("ns_per_enqueue_dequeue").run()
+    assert not at.success, "a change of unknown direction is neither good nor bad"
+    head = next(m.value for m in at.info if "ns_per_enqueue_dequeue" in m.value)
+    assert "within the model error you entered (1000%)" in head and "validated" not in head
+    overall = next(c.value for c in at.caption if c.value.startswith("Overall:"))
+    assert "validated" not in overall
+    worth, _, rest = overall.partition("worth a lab run:")
+    assert "beyond the model error you entered (1000%)" in worth
+    assert "rcu.synchronize_mean_ms" in rest.split(";")[0] and "ns_per_enqueue_dequeue" not in rest.split(";")[0]
+    assert "ns_per_enqueue_dequeue" in rest.split(";")[1] and "requests_per_s" in rest.split(";")[1]
+    at.selectbox(key="ab|metric").set_value("requests_per_s").run()
+    assert any("requests_per_s better" in m.value for m in at.success)
+
+
+def test_overall_verdict_with_a_validated_error():
+    from calibration.prescreen import Effect
+
+    e = Effect("rate", "higher", 100.0, 50.0, -0.5, -0.6, -0.4, "regresses", "yes")
+    comp = _fake_comparison([e], error=0.25, source="netns-2014: declared validated error")
+    assert "the model's validated error (25%)" in core.plain_verdict(comp, "rate")
+    assert core.overall_verdict(comp).endswith("beyond the model's validated error (25%), worth a lab run: rate (-50.0%)")
+    none = _fake_comparison([Effect("rate", "higher", 1.0, 1.0, 0.0, -0.1, 0.1, "no detectable effect", "no")])
+    assert core.overall_verdict(none) == "no detectable effect on any metric at 95% confidence: not worth a lab run"
+
+
+def test_machine_page_uploaded_profile_caption_is_true():
+    at = page("machine").run()
+    at.radio(key="machine|profile").set_value("upload a profile (JSON from rcusim collect)").run()
+    raw = (ROOT / "calibration" / "profiles" / "default.json").read_bytes()
+    at.file_uploader(key="machine|upload").set_value(("mine.json", raw, "application/json")).run()
+    assert not at.exception and not errors(at), errors(at)
+    costs = at.dataframe[0].value
+    with_ci = [p for p, ci in zip(costs["parameter"], costs["95% interval"], strict=True) if ci != "-"]
+    assert with_ci and len(with_ci) < len(costs), "a one-seed calibration: some intervals, not all"
+    caption = next(c.value for c in at.caption if c.value.startswith("uploaded: mine.json"))
+    assert "no intervals" not in caption
+    assert f"95% intervals only for the {len(with_ci)} rates counted directly ({', '.join(with_ci)}" in caption
+
+
+def test_machine_page_composites_are_formatted_alike(monkeypatch):
+    from app.explorer import ui
+
+    rows = [
+        {
+            "metric": "m",
+            "config": "c",
+            "reference": 405659.0399,
+            "simulated": 213784,
+            "unit": "ns",
+            "rel_error": -0.47,
+            "ok": False,
+        },
+        {"metric": "n", "config": "c", "reference": 12.34567, "simulated": 12, "unit": "/s", "rel_error": -0.03, "ok": True},
+    ]
+    monkeypatch.setattr(ui, "cached_composite_rows", lambda key, seeds, _rep: rows)
+    at = page("machine").run()
+    at.button(key="machine|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    table = at.table[-1].value
+    assert list(table["measured"]) == ["405,659", "12.35"]
+    assert list(table["model"]) == ["213,784", "12"]
+
+
+def test_machine_page_labels_every_microbenchmark():
+    at = page("machine").run()
+    rows = core.outcome_rows(core.bundled_report())
+    spec = next(s for s in _charts(at) if "simulated vs measured" in json.dumps(s))
+    bars = next(lay for lay in spec["layer"] if lay["mark"] == "bar" or lay["mark"].get("type") == "bar")
+    axis = bars["encoding"]["y"]["axis"]
+    assert axis["labelOverlap"] is False and axis["labelLimit"] == 0
+    assert spec["height"] >= 24 * len(rows), "a row of at least 24 px per bar: room for its label"
+
+
+def test_timers_runs_name_their_scenario():
+    at = page("timers").run()
+    at.button(key="story:timers-2023|run").click().run()
+    at.selectbox(key="story:timers-2023|scenario").set_value("timers-idle").run()
+    at.button(key="story:timers-2023|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    labels = list(runs_table(at).index)
+    assert len(labels) == 2
+    assert labels[0].startswith("#1 timers-enqueue ") and labels[1].startswith("#2 timers-idle ")
+
+
+def test_story_captions_write_fitted_durations_with_their_unit():
+    at = page("netns").run()
+    caption = next(c.value for c in at.caption if c.value.startswith("Starting from"))
+    fit = core.story_fit("netns-2014")
+    assert f"workload.mount_cost = {core.fmt_duration(fit['mount_cost'])}" in caption
+    assert f"= {fit['mount_cost']}," not in caption and f"= {fit['mount_cost']};" not in caption
+
+
+@pytest.mark.parametrize("name", ["gp-latency", "messaging-demo"])
+def test_ab_says_before_the_run_when_a_and_b_are_identical(name):
+    at = page("ab").run()
+    assert not any("identical" in w.value for w in at.warning), "netns: A and B differ by default"
+    at.selectbox(key="ab|scenario").set_value(name).run()
+    assert not at.exception and not errors(at)
+    assert any("A and B are identical" in w.value for w in at.warning)

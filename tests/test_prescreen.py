@@ -99,6 +99,11 @@ def test_compare_finds_an_injected_pipe_cost_regression(tmp_path):
     c2 = prescreen.compare(base, prescreen.apply_patch(base, patch), replications=8, workers=1, metrics=["time_s"], error=large)
     assert c1.effects[0].lab_run == "yes" and "worth a lab run" in c1.verdict
     assert c2.effects[0].lab_run == "no" and "not worth" in c2.verdict
+    # the sentence names the metric that makes it worth a lab run, and whose error it is
+    assert "time_s beyond the model's validated error (1%): worth a lab run" in c1.verdict
+    given = prescreen.ModelError("x", 0.01, "given with --model-error")
+    c3 = prescreen.compare(base, prescreen.apply_patch(base, patch), replications=8, workers=1, metrics=["time_s"], error=given)
+    assert "time_s beyond the model error given (1%)" in c3.verdict
     # the same comparison twice is the same, interval included (seeded bootstrap)
     assert (
         c1.effects[0]

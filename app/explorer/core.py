@@ -69,7 +69,9 @@ class Knob:
     ``kind``: ``bool``, ``choice`` (a Literal), ``choice_or_list`` (a Literal or a list, such as
     ``kernel.rcu.nocb``), ``int``, ``float``, ``duration`` (integer ns, written "2 us"),
     ``optional`` (may be left empty for the default, e.g. ``jiffies_till_first_fqs``),
-    ``list`` (comma-separated values) or ``text``.
+    ``list`` (comma-separated values), ``table`` (a list of lists, such as the measured
+    ``costs.tick_busy``: written as TOML, ``[[a, b], [c, d]]``; the pages show it read-only,
+    :func:`read_only`) or ``text``.
     """
 
     key: str
@@ -124,6 +126,9 @@ def _knob_for(key: str, tp: Any, meta: Mapping[str, Any]) -> Knob:
     if origin is Literal:
         return Knob(kind="choice", choices=get_args(inner), **base)
     if origin is tuple:
+        items = [a for a in get_args(inner) if a is not Ellipsis]
+        if any(get_origin(_strip_none(a)[0]) in (tuple, list) for a in items):
+            return Knob(kind="table", **base)
         return Knob(kind="list", **base)
     if meta.get("unit") == "ns":
         return Knob(kind="duration", **base)
@@ -239,14 +244,56 @@ def get_path(mapping: Mapping[str, Any], dotted: str, default: Any = None) -> An
     return node
 
 
+def duration_text(v: Any) -> str:
+    """A duration as a widget shows it: ns (an int, or a string with a unit such as a page's
+    quick size ``"300 ms"``) as :func:`fmt_duration` writes it. A value that is no duration is
+    shown as it is, so that the scenario's validation names it when the page runs it."""
+    try:
+        return fmt_duration(parse_duration(v))
+    except DurationError:
+        return "" if v is None else str(v)
+
+
 def _fmt_item(v: Any, duration: bool) -> str:
-    if duration and isinstance(v, int) and not isinstance(v, bool):
-        return fmt_duration(v)
+    if duration and not isinstance(v, bool) and isinstance(v, (int, float, str)):
+        return duration_text(v)
     return str(v)
 
 
+def _toml_value(v: Any) -> str:
+    """``v`` (nested lists and tuples of numbers, strings, booleans) written as a TOML value."""
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    return str(v)
+
+
+LIST_EDIT_MAX = 64  # a longer list of costs (a profile's measured other_gaps) is shown read-only
+
+
+def read_only(knob: Knob, value: Any) -> str | None:
+    """Why the pages show ``value`` of ``knob`` read-only (None: it is edited in a widget).
+    A table (``costs.tick_busy``, one measured row per jiffy) or a long measured list does not
+    fit a text field; the page carries it through unchanged and says what it holds."""
+    if knob.kind == "table":
+        rows = list(value or ())
+        if not rows:
+            return "empty table (not measured)"
+        widths = sorted({len(r) for r in rows if isinstance(r, (list, tuple))})
+        per = f"{widths[0]}" if len(widths) == 1 else f"{widths[0]}-{widths[-1]}"
+        return f"measured table, {len(rows):,} rows of {per} values"
+    long = isinstance(value, (list, tuple)) and len(value) > LIST_EDIT_MAX
+    if knob.kind == "list" and knob.key.startswith("costs.") and long:
+        return f"measured list, {len(value):,} values"
+    return None
+
+
 def to_widget(knob: Knob, value: Any) -> Any:
-    """The widget value showing ``value`` (a canonical scenario value) for ``knob``."""
+    """The widget value showing ``value`` (a canonical scenario value, or an override such as
+    ``"300 ms"``) for ``knob``."""
     dur = knob.unit == "ns"
     if knob.kind == "bool":
         return bool(value)
@@ -259,12 +306,27 @@ def to_widget(knob: Knob, value: Any) -> Any:
     if knob.kind == "choice_or_list":
         return value if not isinstance(value, (list, tuple)) else ", ".join(_fmt_item(v, dur) for v in value)
     if knob.kind == "duration":
-        return fmt_duration(int(value))
+        return duration_text(value)
+    if knob.kind == "table":
+        return _toml_value(list(value or ()))
     if knob.kind == "list":
         return ", ".join(_fmt_item(v, dur) for v in (value or []))
     if knob.kind == "optional":
         return "" if value is None else _fmt_item(value, dur)
     return "" if value is None else str(value)
+
+
+def value_text(knob: Knob | None, value: Any) -> str:
+    """A scenario value as a caption writes it: as its widget shows it ("15.813 us" for a
+    duration in ns, "300 ms" for a quick size), with its unit when it has another."""
+    if knob is None:
+        return str(value)
+    fixed = read_only(knob, value)
+    if fixed is not None:
+        return fixed
+    if knob.kind in ("duration", "list", "optional", "choice_or_list", "table") or knob.unit == "ns":
+        return str(to_widget(knob, value))
+    return f"{value} {knob.unit}" if knob.unit else str(value)
 
 
 def parse_list(text: str) -> list[Any]:
@@ -282,6 +344,10 @@ def from_widget(knob: Knob, value: Any) -> Any:
         if isinstance(value, str) and value in knob.choices:
             return value
         return parse_list(str(value))
+    if knob.kind == "table":
+        # the whole text is one TOML value: splitting it on commas would cut the rows apart
+        text = str(value).strip()
+        return sc.parse_value(text) if text else []
     if knob.kind == "list":
         return parse_list(str(value))
     if knob.kind == "optional":
@@ -303,19 +369,31 @@ def _same(knob: Knob, new: Any, old: Any) -> bool:
     if knob.unit == "ns":
 
         def norm(v: Any) -> Any:
+            if isinstance(v, (list, tuple)):  # a list, or a table's rows
+                return [norm(x) for x in v]
             try:
-                if isinstance(v, (list, tuple)):
-                    return [parse_duration(x) for x in v]
                 return parse_duration(v) if v is not None else None
             except DurationError:
                 return ("unreadable", v)
 
         return norm(new) == norm(old)
     if isinstance(new, (list, tuple)) and isinstance(old, (list, tuple)):
-        return list(new) == list(old)
+        return _lists(new) == _lists(old)
     return bool(new == old and type(new) is type(old)) or (
         isinstance(new, (int, float)) and isinstance(old, (int, float)) and not isinstance(new, bool) and new == old
     )
+
+
+def _lists(v: Any) -> Any:
+    """Nested tuples as nested lists (a table read back from TOML is lists, the canonical one tuples)."""
+    return [_lists(x) for x in v] if isinstance(v, (list, tuple)) else v
+
+
+def same_value(knob: Knob, new: Any, old: Any) -> bool:
+    """Whether two scenario values of ``knob`` are the same setting ("2 us" and 2000 are)."""
+    if new is None or old is None:
+        return new is old
+    return _same(knob, new, old)
 
 
 def changed(knobs: Mapping[str, Knob], values: Mapping[str, Any], canon: Mapping[str, Any]) -> dict[str, Any]:
@@ -887,13 +965,25 @@ def report_from_json(data: bytes, name: str, progress: Callable[[str, float], No
         ) from None
     prof = validate_profile(raw, name)
     cal = calibrate(prof, seeds=1, bootstrap=0, progress=progress)
-    return MachineReport(
-        f"uploaded: {name}",
-        prof,
-        cal.to_json(),
-        params_from_calibration(cal, name),
-        "costs calibrated now (one seed, no intervals); rcusim calibrate gives intervals",
-    )
+    report = cal.to_json()
+    return MachineReport(f"uploaded: {name}", prof, report, params_from_calibration(cal, name), uploaded_note(report))
+
+
+def uploaded_note(report: Mapping[str, Any]) -> str:
+    """What a calibration made on the page (one seed, no bootstrap) gives: intervals only where
+    an estimate has one without the bootstrap (rates counted directly: Poisson intervals)."""
+    params = report.get("parameters", [])
+    with_ci = [e["param"] for e in params if e.get("ci95")]
+    if not with_ci:
+        ci = "no 95% intervals"
+    elif len(with_ci) == len(params):
+        ci = "every cost has its 95% interval"
+    else:
+        ci = (
+            f"95% intervals only for the {len(with_ci)} rates counted directly ({', '.join(with_ci)}: Poisson "
+            "intervals of their counts), none for the other costs"
+        )
+    return f"costs calibrated now (one seed, no bootstrap): {ci}; rcusim calibrate (seeds and bootstrap) gives the measured and fitted costs theirs"
 
 
 def bundled_profile() -> MachineProfile:
@@ -1097,6 +1187,104 @@ def ab_runs_csv(comparison: Any) -> str:
     return buf.getvalue()
 
 
+def effect_chart_rows(comparison: Any) -> tuple[list[dict[str, Any]], float | None, tuple[float, float]]:
+    """The effects to draw on the "difference B vs A" chart, the limit (%) beyond which they are
+    cut (None: every interval fits) and the axis domain. One huge effect (+55,000 %) would
+    flatten every other bar, so the axis reaches at most about three times the typical (75th
+    percentile) extent, rounded up to 1, 2 or 5 x 10^k; an effect beyond it is drawn at the
+    edge, its row marked ``clipped`` ("+55,466 %" written beside it) and its true figures kept
+    in the other columns."""
+    rows = [r for r in ab_effect_rows(comparison) if math.isfinite(r["effect %"])]
+    extents = sorted(max(abs(r["effect %"]), abs(_finite(r["CI low %"])), abs(_finite(r["CI high %"]))) for r in rows)
+    limit = None
+    if extents:
+        typical = extents[int(0.75 * (len(extents) - 1))]
+        bound = _nice_ceil(max(3.0 * typical, 10.0))
+        limit = bound if extents[-1] > bound else None
+    for r in rows:
+        lim = limit if limit is not None else math.inf
+        for col in ("effect %", "CI low %", "CI high %"):
+            v = _finite(r[col], r["effect %"])
+            r[f"{col} (drawn)"] = min(max(v, -lim), lim)
+        beyond = abs(r["effect %"]) > lim
+        r["clipped"] = f"{r['effect %']:+,.0f}% (off the axis)" if beyond else ""
+    drawn = [r[c] for r in rows for c in ("effect % (drawn)", "CI low % (drawn)", "CI high % (drawn)")]
+    lo, hi = min([0.0, *drawn]), max([0.0, *drawn])
+    pad = 0.05 * (hi - lo) if hi > lo else 1.0
+    domain = (lo - pad if limit is None or lo > -limit else lo, hi + pad if limit is None or hi < limit else hi)
+    return rows, limit, domain
+
+
+def _finite(v: float, default: float = 0.0) -> float:
+    return v if isinstance(v, (int, float)) and math.isfinite(v) else default
+
+
+def _nice_ceil(x: float) -> float:
+    """The smallest 1, 2 or 5 x 10^k that is at least ``x`` (> 0)."""
+    k = math.floor(math.log10(x))
+    for step in (1.0, 2.0, 5.0, 10.0):
+        if step * 10.0**k >= x:
+            return step * 10.0**k
+    return 10.0 ** (k + 1)
+
+
+def pct_text(frac: float) -> str:
+    """A relative change (0.25 -> "+25.0%") short enough for a metric box: one decimal below
+    1,000 %, none above."""
+    if not math.isfinite(frac):
+        return "-"
+    v = 100 * frac
+    return f"{v:+,.0f}%" if abs(v) >= 1000 else f"{v:+.1f}%"
+
+
+ENTERED_ERROR = "entered on the page"  # ModelError.source of an error the user typed in
+
+
+def error_words(err: Any) -> str:
+    """What the error a verdict is judged against is: a validated error of the model, or a
+    number the user entered (then it is not called validated)."""
+    pct = f" ({100 * err.value:.0f}%)" if err.value is not None else ""
+    if err.source == ENTERED_ERROR:
+        return f"the model error you entered{pct}"
+    return f"the model's validated error{pct}"
+
+
+def _named(effects: Sequence[Any], n: int = 4) -> str:
+    text = ", ".join(f"{e.metric} ({pct_text(e.effect)})" for e in effects[:n])
+    return text + (f" and {len(effects) - n} more" if len(effects) > n else "")
+
+
+def overall_verdict(comparison: Any) -> str:
+    """One sentence over every metric, naming the metrics each judgement is about, so that it
+    agrees with :func:`plain_verdict` of any one metric (``Comparison.verdict`` names three
+    metrics but judges "worth a lab run" over all of them)."""
+    conf = f"{100 * comparison.confidence:.0f}%"
+    judged = [e for e in comparison.effects if e.verdict in ("improves", "regresses")]
+    moved = [e for e in comparison.effects if e.verdict == "changes"]
+    if not judged and not moved:
+        return f"no detectable effect on any metric at {conf} confidence: not worth a lab run"
+    counts = []
+    for verdict, plural in (("improves", "improve"), ("regresses", "regress")):
+        n = sum(e.verdict == verdict for e in judged)
+        if n:
+            counts.append(f"1 metric {verdict}" if n == 1 else f"{n} metrics {plural}")
+    if moved:
+        counts.append(f"{len(moved)} {'changes' if len(moved) == 1 else 'change'} with no better direction known")
+    effects = judged + moved
+    words = error_words(comparison.model_error)
+    parts = [", ".join(counts) + f" at {conf} confidence"]
+    worth = [e for e in effects if e.lab_run == "yes"]
+    within = [e for e in effects if e.lab_run == "no"]
+    unknown = [e for e in effects if e.lab_run == "unknown"]
+    if worth:
+        parts.append(f"beyond {words}, worth a lab run: {_named(worth)}")
+    if within:
+        parts.append(f"within {words}, not worth a lab run on this evidence: {_named(within)}")
+    if unknown:
+        parts.append(f"with no model error to judge against, a lab run would have to decide: {_named(unknown)}")
+    return "; ".join(parts)
+
+
 def plain_verdict(comparison: Any, metric: str) -> str:
     """One sentence for a student: what B does to ``metric`` compared with A."""
     e = next((x for x in comparison.effects if x.metric == metric), None)
@@ -1112,9 +1300,10 @@ def plain_verdict(comparison: Any, metric: str) -> str:
             f"{conf} interval ({span}) includes zero: no detectable difference."
         )
     word = {"improves": "better", "regresses": "worse", "changes": "different"}[e.verdict]
+    words = error_words(comparison.model_error)
     lab = {
-        "yes": " The effect is larger than the model's validated error: worth a lab run.",
-        "no": " It lies within the model's validated error: a lab run would not settle it.",
+        "yes": f" The effect is larger than {words}: worth a lab run.",
+        "no": f" It lies within {words}: not worth a lab run on this evidence.",
         "unknown": "",
     }[e.lab_run]
     return (

@@ -29,6 +29,7 @@ log = logging.getLogger("rcusim.explorer")
 
 MAX_RUNS = 8  # runs kept per page (oldest dropped)
 SAFE_INT = 2**53 - 1  # the browser's number widgets are doubles
+BAR_PX = 30  # height per bar of a horizontal bar chart: room for every label
 
 
 # ---------------------------------------------------------------------------------- errors
@@ -62,6 +63,14 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _fmt_figure(v: Any) -> str:
+    """A measured or simulated figure, the same way whichever it is (an int or a float): whole
+    numbers from 100 up, four significant digits below."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.4g}"
+
+
 def _init(key: str, value: Any) -> None:
     if key not in st.session_state:
         st.session_state[key] = value
@@ -73,6 +82,11 @@ def knob_widget(knob: core.Knob, current: Any, key: str) -> Any:
     label = knob.key
     help_text = knob.help or None
     kind = knob.kind
+    fixed = core.read_only(knob, current)
+    if fixed is not None:
+        # a measured table (costs.tick_busy) does not fit a text field: it is carried through as it is
+        st.caption(f"`{label}`: {fixed}, used as it is (edit it in the downloaded scenario TOML)", help=help_text)
+        return current
     if kind == "bool":
         _init(key, bool(current))
         return st.checkbox(label, key=key, help=help_text)
@@ -156,7 +170,7 @@ def set_widgets(prefix: str, values: Mapping[str, Any], knobs: Mapping[str, core
     named-configuration buttons, as an on_click callback)."""
     for key, value in values.items():
         knob = knobs.get(key)
-        if knob is None:
+        if knob is None or knob.kind == "table":  # a table has no widget (shown read-only)
             continue
         wkey = f"{prefix}|{key}"
         if knob.kind == "choice_or_list":
@@ -633,17 +647,19 @@ def try_it(prefix: str, page: content.StoryPage, available: Sequence[str]) -> No
     base = core.apply(base, {**fit, **quick})
     scn = core.validate(base, cat)
     canon = core.canonical(scn)
-    notes = []
-    if fit:
-        notes.append(
-            "fitted values of calibration/fits/" + page.story + ".toml: " + ", ".join(f"{k} = {v}" for k, v in fit.items())
-        )
-    if quick:
-        notes.append("a quicker size than the story's: " + ", ".join(f"{k} = {v}" for k, v in quick.items()))
-    if notes:
-        st.caption("Starting from scenarios/" + scenario + ".toml with " + "; ".join(notes) + ".")
     sections = core.scenario_sections(scn, cat)
     knobs = {k.key: k for s in sections for k in s.knobs}
+
+    def shown(over: Mapping[str, Any]) -> str:  # with the unit, as the widgets show them
+        return ", ".join(f"{k} = {core.value_text(knobs.get(k), v)}" for k, v in over.items())
+
+    notes = []
+    if fit:
+        notes.append(f"fitted values of calibration/fits/{page.story}.toml: {shown(fit)}")
+    if quick:
+        notes.append(f"a quicker size than the story's: {shown(quick)}")
+    if notes:
+        st.caption("Starting from scenarios/" + scenario + ".toml with " + "; ".join(notes) + ".")
     focus = match_keys(knobs, page.focus)[:9]
     wprefix = f"{prefix}|{scenario}"
     configs = {n: c for n, c in content.named_configs(page).items() if all(k in knobs for k in c)}
@@ -665,33 +681,48 @@ def try_it(prefix: str, page: content.StoryPage, available: Sequence[str]) -> No
             data = core.apply(base, over)
             scn_new = core.validate(data, cat)
             label = core.run_label(over, focus, core.canonical(scn_new))
+            if len(available) > 1:  # the page's runs share one table: say which scenario each ran
+                label = f"{scenario} {label}"
             run_button(prefix, data, label, trace)
     show_runs(prefix, page.metrics)
 
 
 # ---------------------------------------------------------------------------------- profiles
-def profile_picker(prefix: str) -> tuple[core.MachineProfile | None, int | None, int | None, str]:
+HAND_KEYS = ("machine.cpus", "kernel.hz")  # what "hand-set CPUs and HZ" sets instead of the forms
+
+
+def profile_picker(prefix: str) -> tuple[core.MachineProfile | None, bool, str, Any, Any]:
     """The machine: the bundled profile, an uploaded one or the scenario's own costs, and
-    optionally hand-set CPUs and HZ. Returns (profile, cpus, hz, identity for widget keys)."""
+    whether CPUs and HZ are hand-set. Returns (profile, hand-set, identity for widget keys, and
+    the two places where :func:`hand_set` draws the CPU and HZ boxes once the scenario is known)."""
     st.markdown("**Machine profile**")
     rep, ident = report_picker(prefix, "costs from", own=True)
     prof = core.profile_of(rep) if rep is not None else None
     if prof is not None:
         st.caption(f"{prof.label}; {prof.note}")
     c1, c2, c3 = st.columns([1, 1, 1])
-    hand = c1.checkbox("hand-set CPUs and HZ", key=f"{prefix}|hand")
-    cpus = hz = None
-    if hand:
-        cpus = int(
-            c2.number_input("CPUs", min_value=1, max_value=1024, value=int(prof.cpus or 4) if prof else 4, key=f"{prefix}|cpus")
-        )
-        hz = int(
-            c3.number_input("HZ", min_value=24, max_value=10000, value=int(prof.hz or 250) if prof else 250, key=f"{prefix}|hz")
-        )
-    elif prof is not None:
-        cpus, hz = prof.cpus, prof.hz
-        c2.caption(f"CPUs {prof.cpus}, HZ {prof.hz} from the profile")
-    return prof, cpus, hz, f"{ident}|{cpus}|{hz}"
+    hand = c1.checkbox(
+        "hand-set CPUs and HZ",
+        key=f"{prefix}|hand",
+        help="set machine.cpus and kernel.hz here, in place of the machine and kernel sections below",
+    )
+    return prof, hand, ident, c2, c3
+
+
+def hand_set(prefix: str, wprefix: str, canon: Mapping[str, Any], places: Sequence[Any]) -> tuple[int, int]:
+    """The hand-set CPU count and HZ. They start from the values in effect (the form's, if it
+    was edited, else the scenario's with the profile's), so ticking the box changes nothing by
+    itself; while it is ticked the forms do not show machine.cpus and kernel.hz."""
+    out = []
+    for (key, label, lo, hi), place in zip(
+        (("machine.cpus", "CPUs", 1, 1024), ("kernel.hz", "HZ", 24, 10000)), places, strict=True
+    ):
+        wkey = f"{prefix}|{key.rsplit('.', 1)[-1]}"
+        if wkey not in st.session_state:
+            now = st.session_state.get(f"{wprefix}|{key}", core.get_path(canon, key))
+            st.session_state[wkey] = min(max(int(now), lo), hi)
+        out.append(int(place.number_input(label, min_value=lo, max_value=hi, step=1, key=wkey, help=f"sets {key}")))
+    return out[0], out[1]
 
 
 def lab_page() -> None:
@@ -704,7 +735,7 @@ def lab_page() -> None:
     )
     with guard():
         cat = core.catalog()
-        prof, cpus, hz, ident = profile_picker(prefix)
+        prof, hand, ident, c_cpus, c_hz = profile_picker(prefix)
         kinds = sorted(cat.workloads)
         bundled = core.bundled_scenarios()
         by_kind: dict[str, list[str]] = {}
@@ -721,19 +752,35 @@ def lab_page() -> None:
             "start from", starts, key=f"{prefix}|start|{kind}", help="a bundled scenario of this workload, or only defaults"
         )
         st.caption(_first(cat.workloads[kind].doc))
-        base = (
+        bare = (
             core.load_bundled(start)
             if start != "(defaults only)"
             else {"scenario": {"name": f"lab-{kind}"}, "workload": {"kind": kind}}
         )
-        base = core.apply_profile(base, prof, cpus, hz)
+        # the keys name the scenario and the profile, never the CPU count or HZ: changing those keeps every edit
+        wprefix = f"{prefix}|{start}|{kind}|{ident}"
+        base = core.apply_profile(bare, prof, prof.cpus if prof else None, prof.hz if prof else None)
+        skip: tuple[str, ...] = ()
+        if hand:
+            cpus, hz = hand_set(prefix, wprefix, core.canonical(core.validate(base, cat)), (c_cpus, c_hz))
+            base = core.apply_profile(bare, prof, cpus, hz)
+            skip = HAND_KEYS
+        else:
+            for key in HAND_KEYS:
+                # unticking keeps the hand-set values: the forms take them over
+                hand_value = st.session_state.get(f"{prefix}|{key.rsplit('.', 1)[-1]}")
+                if hand_value is not None and f"{wprefix}|{key}" not in st.session_state:
+                    st.session_state[f"{wprefix}|{key}"] = int(hand_value)
+            where = "the profile" if prof is not None else "the scenario"
+            c_cpus.caption(f"CPUs and HZ from {where}: change them in the machine and kernel sections below.")
         scn = core.validate(base, cat)
         canon = core.canonical(scn)
         sections = core.scenario_sections(scn, cat)
         knobs = {k.key: k for s in sections for k in s.knobs}
-        wprefix = f"{prefix}|{start}|{kind}|{ident}"
         st.markdown("**Size and knobs**")
-        values = section_forms(sections, canon, wprefix, expanded=("workload",))
+        if hand:
+            st.caption("machine.cpus and kernel.hz are hand-set above; the forms leave them out.")
+        values = section_forms(sections, canon, wprefix, skip=skip, expanded=("workload",))
         c1, c2 = st.columns([1, 3])
         trace = c2.checkbox("record a trace (timeline and Perfetto download)", value=True, key=f"{prefix}|trace")
         if c1.button("Run", type="primary", key=f"{prefix}|run"):
@@ -741,7 +788,7 @@ def lab_page() -> None:
                 over = core.changed(knobs, values, canon)
                 data = core.apply(base, over)
                 scn_new = core.validate(data, cat)
-                focus = [k for k in ("machine.cpus", "kernel.hz") if k in knobs]
+                focus = [k for k in HAND_KEYS if k in knobs]
                 label = f"{kind} " + core.run_label(over, focus, core.canonical(scn_new))
                 run_button(prefix, data, label, trace)
     show_runs(prefix, ("*per_s", "time_s*", "*latency*", "ns_per_*", "cpu_utilisation"))
@@ -774,7 +821,9 @@ def ab_page() -> None:
         scn = core.validate(base, cat)
         canon = core.canonical(scn)
         knobs = core.all_knobs(scn, cat)
-        keys = list(knobs)
+        # the base seed box sets the seeds (replication i of A and of B run the same seed, derived
+        # from it), so scenario.seed is no knob here; a measured table cannot be edited on a page
+        keys = [x for x in knobs if x != "scenario.seed" and knobs[x].kind != "table"]
         quick = dict(page.quick.get(name, {})) if page else {}
         focus = match_keys(knobs, page.focus) if page else []
         ab_sides = page.ab if page and page.ab else ({}, {})
@@ -804,12 +853,23 @@ def ab_page() -> None:
         with cb:
             st.markdown("**B**")
             b_vals = {x: knob_widget(knobs[x], core.get_path(_cfg(canon, configs, 1), x), f"{k}|B|{x}") for x in differ}
+        if all(core.same_value(knobs[x], a_vals[x], b_vals[x]) for x in differ):
+            st.warning(
+                "A and B are identical: the run would compare A with itself. Choose a knob under "
+                "'knobs that differ between A and B' and give B another value.",
+                icon=":material/warning:",
+            )
         c1, c2, c3, c4 = st.columns(4)
         reps = int(c1.number_input("replications (seeds)", min_value=2, max_value=100, value=5, key=f"{prefix}|reps"))
         conf = float(c2.selectbox("confidence", [0.9, 0.95, 0.99], index=1, key=f"{prefix}|conf"))
         seed = int(
             c3.number_input(
-                "base seed", min_value=0, max_value=SAFE_INT, value=int(canon["scenario"]["seed"]), key=f"{prefix}|seed"
+                "base seed",
+                min_value=0,
+                max_value=SAFE_INT,
+                value=int(canon["scenario"]["seed"]),
+                key=f"{prefix}|seed",
+                help="the seeds of both sides: replication i of A and of B run the same seed, derived from this one",
             )
         )
         err_mode = c4.selectbox(
@@ -825,7 +885,7 @@ def ab_page() -> None:
                 float(st.number_input("model error (%)", min_value=0.0, max_value=1000.0, value=25.0, key=f"{prefix}|err"))
                 / 100.0
             )
-            error_source = "entered on the page"
+            error_source = core.ENTERED_ERROR
         elif err_mode.startswith("the story"):
             if story is None:
                 st.caption("This scenario belongs to no story.")
@@ -865,59 +925,105 @@ def show_ab(prefix: str, res: Mapping[str, Any]) -> None:
     metric = st.selectbox("metric", metrics, index=metrics.index(preferred[0]), key=f"{prefix}|metric")
     e = next(x for x in comp.effects if x.metric == metric)
     sentence = core.plain_verdict(comp, metric)
-    if e.verdict == "no detectable effect":
-        st.info(sentence)
+    if e.verdict == "improves":
+        st.success(sentence)
     elif e.verdict == "regresses":
         st.warning(sentence)
-    else:
-        st.success(sentence)
-    c = st.columns(4)
+    else:  # no detectable effect, not compared, or a change of unknown direction: neither good nor bad
+        st.info(sentence)
+    c = st.columns([1, 1, 1, 2])
     c[0].metric("A mean", _fmt(e.base_mean))
     c[1].metric("B mean", _fmt(e.patch_mean))
-    c[2].metric("difference B vs A", f"{100 * e.effect:+.2f}%" if math.isfinite(e.effect) else "-")
-    ci = f"[{100 * e.ci_low:+.1f}%, {100 * e.ci_high:+.1f}%]" if math.isfinite(e.ci_low) else "-"
-    c[3].metric(f"{100 * comp.confidence:.0f}% interval", ci)
-    st.caption(f"Overall: {comp.verdict}.  Model error: {comp.model_error.source}.")
-    runs = _frame(core.ab_run_rows(comp, metric))
-    left, right = st.columns(2)
-    with left:
-        st.markdown(f"**{metric}** in every replication")
-        pts = (
-            alt.Chart(runs)
-            .mark_circle(size=70, opacity=0.8)
-            .encode(
-                x=alt.X("arm:N", title=None, axis=alt.Axis(labelAngle=0)),
-                y=alt.Y(f"{metric}:Q", scale=alt.Scale(zero=False)),
-                color="arm:N",
-                tooltip=["arm", "replication", "seed", alt.Tooltip(f"{metric}:Q", format=".4g")],
-            )
+    c[2].metric("difference B vs A", core.pct_text(e.effect))
+    conf_label = f"{100 * comp.confidence:.0f}% interval"
+    if math.isfinite(e.ci_low) and math.isfinite(e.ci_high):
+        c[3].metric(conf_label, f"[{core.pct_text(e.ci_low)}, {core.pct_text(e.ci_high)}]")
+        st.caption(
+            f"{conf_label} of the difference B vs A: from {core.pct_text(e.ci_low)} to {core.pct_text(e.ci_high)} "
+            f"(paired bootstrap over {comp.replications} replications)."
         )
-        lines = alt.Chart(runs).mark_line(color="gray", opacity=0.4).encode(x="arm:N", y=f"{metric}:Q", detail="replication:N")
-        st.altair_chart((lines + pts).properties(height=280), width="stretch")
-    with right:
-        st.markdown("**Difference B vs A with its interval**, every metric")
-        eff = _frame([r for r in core.ab_effect_rows(comp) if math.isfinite(r["effect %"])])
-        if not eff.empty:
-            base = alt.Chart(eff).encode(y=alt.Y("metric:N", sort=None, title=None))
-            bars = base.mark_rule(strokeWidth=2).encode(
-                x=alt.X("CI low %:Q", title="% change"), x2="CI high %:Q", color="verdict:N"
-            )
-            dots = base.mark_point(filled=True, size=50).encode(x="effect %:Q", color="verdict:N", tooltip=list(eff.columns))
-            zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="black", strokeDash=[3, 3]).encode(x="x:Q")
-            st.altair_chart((bars + dots + zero).properties(height=max(160, 26 * len(eff))), width="stretch")
+    else:
+        c[3].metric(conf_label, "-")
+    st.caption(f"Overall: {core.overall_verdict(comp)}.  Model error: {comp.model_error.source}.")
+    runs = _frame(core.ab_run_rows(comp, metric))
+    left, _ = st.columns([1, 2])
+    left.markdown(f"**{metric}** in every replication")
+    pts = (
+        alt.Chart(runs)
+        .mark_circle(size=70, opacity=0.8)
+        .encode(
+            x=alt.X("arm:N", title=None, axis=alt.Axis(labelAngle=0)),
+            y=alt.Y(f"{metric}:Q", scale=alt.Scale(zero=False)),
+            color="arm:N",
+            tooltip=["arm", "replication", "seed", alt.Tooltip(f"{metric}:Q", format=".4g")],
+        )
+    )
+    lines = alt.Chart(runs).mark_line(color="gray", opacity=0.4).encode(x="arm:N", y=f"{metric}:Q", detail="replication:N")
+    left.altair_chart((lines + pts).properties(height=280), width="stretch")
+    effect_chart(comp)
     with st.expander("Every metric"):
         table = _frame(core.ab_effect_rows(comp))
         st.dataframe(table, width="stretch")
     d = st.columns(3)
     d[0].download_button("A (TOML)", res["a"], file_name="A.toml", key=f"{prefix}|dl_a", on_click="ignore")
     d[1].download_button("B (TOML)", res["b"], file_name="B.toml", key=f"{prefix}|dl_b", on_click="ignore")
-    c[2].download_button(
+    d[2].download_button(
         "Runs (CSV)", core.ab_runs_csv(comp), file_name="ab-runs.csv", key=f"{prefix}|dl_runs", on_click="ignore"
     )
     st.caption(
         f"Reproduce on the command line: rcusim compare A.toml B.toml -n {comp.replications} "
         f"--confidence {comp.confidence:g} (A's scenario.seed is the base seed)"
     )
+
+
+def _sides(rows: Sequence[Mapping[str, Any]]) -> str:
+    signs = {r["effect %"] > 0 for r in rows}
+    return "±" if len(signs) == 2 else "+" if True in signs else "-"
+
+
+def effect_chart(comp: Any) -> None:
+    """The difference B vs A of every metric with its interval, on an axis cut where one huge
+    effect would flatten the others (:func:`core.effect_chart_rows`), full metric names."""
+    rows, limit, domain = core.effect_chart_rows(comp)
+    if not rows:
+        return
+    st.markdown("**Difference B vs A with its interval**, every metric")
+    eff = _frame(rows)
+    scale = alt.Scale(domain=list(domain), nice=False)
+    # full metric names (no "rcu.synchronize_…" twice), one per row
+    axis = alt.Axis(labelLimit=0, labelOverlap=False)
+    base = alt.Chart(eff).encode(y=alt.Y("metric:N", sort=None, title=None, axis=axis))
+    tips = [
+        "metric",
+        "verdict",
+        alt.Tooltip("effect %:Q", format="+,.1f"),
+        alt.Tooltip("CI low %:Q", format="+,.1f"),
+        alt.Tooltip("CI high %:Q", format="+,.1f"),
+        "better",
+        "worth a lab run",
+    ]
+    bars = base.mark_rule(strokeWidth=2).encode(
+        x=alt.X("CI low % (drawn):Q", title="% change", scale=scale), x2="CI high % (drawn):Q", color="verdict:N"
+    )
+    inside = base.transform_filter(alt.datum.clipped == "")
+    dots = inside.mark_point(filled=True, size=50).encode(x="effect % (drawn):Q", color="verdict:N", tooltip=tips)
+    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="black", strokeDash=[3, 3]).encode(x="x:Q")
+    layers: list[Any] = [bars, dots, zero]
+    if limit is not None:
+        for side, shape, align, dx in ((1, "triangle-right", "right", -10), (-1, "triangle-left", "left", 10)):
+            cut = base.transform_filter((alt.datum.clipped != "") & (side * alt.datum["effect %"] > 0))
+            layers.append(
+                cut.mark_point(shape=shape, filled=True, size=110).encode(x="effect % (drawn):Q", color="verdict:N", tooltip=tips)
+            )
+            layers.append(cut.mark_text(align=align, dx=dx, fontWeight="bold").encode(x="effect % (drawn):Q", text="clipped:N"))
+    st.altair_chart(alt.layer(*layers).properties(height=max(160, BAR_PX * len(eff))), width="stretch")
+    clipped = [r for r in rows if r["clipped"]]
+    if clipped:
+        st.caption(
+            f"The axis is cut at {_sides(clipped)}{limit:,.0f}%: {len(clipped)} metric(s) beyond it ("
+            + ", ".join(f"{r['metric']} {r['effect %']:+,.0f}%" for r in clipped)
+            + ") are drawn at the edge as triangles with their value beside; 'Every metric' has all figures."
+        )
 
 
 # ---------------------------------------------------------------------------------- home
@@ -1006,7 +1112,8 @@ def machine_page() -> None:
                 alt.Chart(out)
                 .mark_bar()
                 .encode(
-                    y=alt.Y("outcome:N", sort=None, title=None),
+                    # every bar labelled: no label dropped as overlapping, none cut short
+                    y=alt.Y("outcome:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=0)),
                     x=alt.X("error %:Q", title="simulated vs measured, %"),
                     color=alt.Color("role:N", title="role"),
                     tooltip=[
@@ -1021,7 +1128,7 @@ def machine_page() -> None:
                 )
             )
             band = alt.Chart(pd.DataFrame({"lo": [-10.0], "hi": [10.0]})).mark_rect(opacity=0.12).encode(x="lo:Q", x2="hi:Q")
-            st.altair_chart((band + bars).properties(height=max(200, 22 * len(out))), width="stretch")
+            st.altair_chart((band + bars).properties(height=max(200, BAR_PX * len(out))), width="stretch")
 
         st.subheader("A normal grace period: the machine and the model")
         st.markdown(
@@ -1071,8 +1178,8 @@ def machine_page() -> None:
             {
                 "composite": df["metric"],
                 "configuration": df["config"],
-                "measured": [_fmt(v) for v in df["reference"]],
-                "model": [_fmt(v) for v in df["simulated"]],
+                "measured": [_fmt_figure(v) for v in df["reference"]],
+                "model": [_fmt_figure(v) for v in df["simulated"]],
                 "unit": df["unit"],
                 "error": [
                     f"{100 * v:+.1f}%" if isinstance(v, (int, float)) and math.isfinite(v) else "-" for v in df["rel_error"]
