@@ -29,3 +29,19 @@ def machine(
     c = dataclasses.replace(ZERO_COSTS, **costs)
     k = KernelConfig(hz=hz, nohz_idle=nohz_idle, preempt=preempt, **(kernel or {}))  # type: ignore[arg-type]
     return Machine(Env(), MachineConfig(cpus=cpus), k, c, Streams(seed), Tracer() if trace else None)
+
+
+def cli_error(args: list[str], capsys, *words: str, absent: str | None = None) -> str:  # type: ignore[no-untyped-def]
+    """Run the CLI on ``args`` and return its one error line: exit code 2, no traceback, the
+    line ``rcusim: error: ...`` holding every one of ``words`` (the field, the problem), and
+    ``absent`` nowhere on stderr (e.g. a sign that work started before the input was refused)."""
+    from app.cli import main
+
+    rc = main(args)
+    out, err = capsys.readouterr()
+    lines = [x for x in err.strip().splitlines() if not x.startswith("rcusim: plain Python")]
+    assert rc == 2 and "Traceback" not in err and lines and lines[-1].startswith("rcusim: error: "), (rc, out, err)
+    for w in words:
+        assert w in lines[-1], (w, lines[-1])
+    assert absent is None or absent not in err, (absent, err)
+    return lines[-1]

@@ -8,24 +8,11 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-
-from app.cli import main
 from calibration.profile import DEFAULT_PROFILE
+from tests.helpers import cli_error as fails
 
 SCENARIO = Path("scenarios/gp-latency.toml")
 SMALL = ["--set", "workload.calls=3", "--no-progress"]
-
-
-def fails(args: list[str], capsys: pytest.CaptureFixture[str], *words: str) -> str:
-    rc = main(args)
-    out, err = capsys.readouterr()
-    assert rc == 2, (rc, out, err)
-    line = err.strip().splitlines()[-1]
-    assert line.startswith("rcusim: error: ") and "Traceback" not in err, err
-    for w in words:
-        assert w in line, (w, line)
-    return line
 
 
 def test_run_refuses_a_trace_over_its_own_scenario_or_params(tmp_path, capsys):

@@ -23,6 +23,7 @@ from app.verbs import collect as collect_verb
 from calibration.fit import calibrate, calibration_gaps
 from calibration.profile import DEFAULT_PROFILE, load_profile, validate_profile
 from sim.errors import ConfigError
+from tests.helpers import cli_error
 from tests.test_collector import collector  # noqa: F401 - the session fixture
 
 QUICK = ["collect", "--quick", "--no-progress"]
@@ -61,15 +62,8 @@ def guarded(collector, tmp_path, monkeypatch) -> Path:  # noqa: F811
 
 
 def fails(args: list[str], capsys: pytest.CaptureFixture[str], *words: str) -> str:
-    rc = main(args)
-    out, err = capsys.readouterr()
-    assert rc == 2, (rc, out, err)
-    line = err.strip().splitlines()[-1]
-    assert line.startswith("rcusim: error: ") and "Traceback" not in err, err
-    for w in words:
-        assert w in line, (w, line)
-    assert "machine facts" not in err, "the collector ran before the input was refused"
-    return line
+    # the collector's first progress line: it ran before the input was refused
+    return cli_error(args, capsys, *words, absent="machine facts")
 
 
 def test_out_that_cannot_be_written_is_refused_before_measuring(guarded, tmp_path, capsys):
