@@ -41,7 +41,7 @@ import numpy as np
 from sim.errors import ConfigError
 from sim.params import Costs
 
-from .microbench import Target, mean_over_seeds
+from .microbench import REPLICAS, Target, mean_over_seeds
 from .profile import Profile
 
 HELD_BACK: dict[str, str] = {
@@ -996,6 +996,19 @@ class _Model:
         self.evaluations += 1
         return {r: mean_over_seeds(r, costs, self.target, self.seeds) for r in self.replicas}
 
+    def seed_noise(self, theta: np.ndarray, direct: Mapping[str, float]) -> dict[str, float]:
+        """The standard error of each replica's mean over the fit's seeds at ``theta``: how far
+        another set of seeds would move the simulated outcome the fit matched (0 with one seed,
+        where it cannot be told)."""
+        if self.seeds < 2:
+            return dict.fromkeys(self.replicas, 0.0)
+        costs = make_costs({**self.fixed, **_values(dict(zip(self.fitted, theta, strict=True)), direct)})
+        out = {}
+        for r in self.replicas:
+            vals = np.array([REPLICAS[r](costs, self.target, s) for s in range(1, self.seeds + 1)])
+            out[r] = float(vals.std(ddof=1) / math.sqrt(self.seeds))
+        return out
+
 
 def calibrate(
     profile: Profile,
@@ -1120,13 +1133,20 @@ def calibrate(
         rng = np.random.default_rng(rng_seed)
         idx = [replicas.index(OUTCOME_REPLICA[o]) for o in outcomes]
         s0 = np.array([sim_at[r] for r in replicas])
+        # the fit matched simulated means over a few seeds: other seeds would have moved them by
+        # about their standard error, and the fit with them (a 4th-digit change of a rate moved
+        # the bundled context_switch by 10 ns, more than the measurements' interval). Each
+        # replicate draws that noise too, from its own generator (the measurements' draws stay
+        # those of rng_seed)
+        noise_sd = np.array([model.seed_noise(theta, direct)[r] for r in replicas])
+        noise_rng = np.random.default_rng([rng_seed, 1])
 
-        def shift(ob: np.ndarray, dd: np.ndarray) -> np.ndarray:
-            """The fitted parameters' step that minimises sum(((s0 + Jd dd + Jt dt)[rows] / ob -
-            1)^2) over dt: the linearised refit for measured outcomes ``ob`` and direct changes
-            ``dd``."""
+        def shift(ob: np.ndarray, dd: np.ndarray, s: np.ndarray = s0) -> np.ndarray:
+            """The fitted parameters' step that minimises sum(((s + Jd dd + Jt dt)[rows] / ob -
+            1)^2) over dt: the linearised refit for measured outcomes ``ob``, direct changes
+            ``dd`` and simulated outcomes ``s`` at the fit."""
             w = 1.0 / ob
-            dt, *_ = np.linalg.lstsq(jac_theta[idx, :] * w[:, None], 1.0 - (s0 + jac_direct @ dd)[idx] * w, rcond=None)
+            dt, *_ = np.linalg.lstsq(jac_theta[idx, :] * w[:, None], 1.0 - (s + jac_direct @ dd)[idx] * w, rcond=None)
             return np.asarray(dt)
 
         # the fit does not meet every anchor exactly (its outcomes are simulated, and two anchors
@@ -1139,7 +1159,8 @@ def calibrate(
             mb = {q: med[q] + float(np.median(rng.choice(v, size=v.size, replace=True))) - sub_med[q] for q, v in samples.items()}
             db = _direct_values(mb, cross, base, None)
             dd = np.array([db[p] - direct[p] for p in direct_names])
-            dt = shift(np.array([mb[o] for o in outcomes]), dd) - dt0
+            sb = s0 + noise_rng.normal(0.0, 1.0, len(replicas)) * noise_sd
+            dt = shift(np.array([mb[o] for o in outcomes]), dd, sb) - dt0
             tb = np.maximum(theta + dt, 0.0)
             for p in direct:
                 draws[p].append(db[p])

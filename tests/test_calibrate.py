@@ -140,6 +140,20 @@ def test_fitted_values_lie_inside_their_bootstrap_intervals(cal):
         assert e.low is not None and e.high is not None and e.low <= e.value <= e.high, (name, e.value, e.low, e.high)
 
 
+def test_intervals_include_the_fits_seed_noise(profile, monkeypatch):
+    # the fit matches simulated means over its seeds; other seeds move them by their standard
+    # error, which each bootstrap replicate draws and the Jacobian turns into parameter noise
+    model = fit._Model(Target.of(profile), 2, ["context_switch"], ["same_cpu_pingpong"], {})
+    assert model.seed_noise(np.array([700.0]), fit.make_costs({}).__dict__)["same_cpu_pingpong"] > 0
+    one = fit._Model(Target.of(profile), 1, ["context_switch"], ["same_cpu_pingpong"], {})
+    assert one.seed_noise(np.array([700.0]), fit.make_costs({}).__dict__) == {"same_cpu_pingpong": 0.0}
+    with_noise = fit.calibrate(profile, seeds=2, bootstrap=60).estimates["context_switch"]
+    monkeypatch.setattr(fit._Model, "seed_noise", lambda self, theta, direct: dict.fromkeys(self.replicas, 0.0))
+    without = fit.calibrate(profile, seeds=2, bootstrap=60).estimates["context_switch"]
+    assert with_noise.value == without.value  # the same fit: only its interval differs
+    assert with_noise.high - with_noise.low > 2 * (without.high - without.low)
+
+
 def test_every_costs_field_is_estimated_and_fits_the_costs_type(cal):
     mapping = cal.costs_mapping()
     assert set(mapping) == {f.name for f in dataclasses.fields(Costs)}
