@@ -809,3 +809,20 @@ def test_ab_says_before_the_run_when_a_and_b_are_identical(name):
     at.selectbox(key="ab|scenario").set_value(name).run()
     assert not at.exception and not errors(at)
     assert any("A and B are identical" in w.value for w in at.warning)
+
+
+def test_traced_hackbench_timeline_offers_the_busiest_locks_and_reruns_from_memo():
+    from app.explorer import ui
+
+    at = page("hackbench").run()
+    pre = "story:hackbench-rt-2008|hackbench-rt-2008|"
+    at.number_input(key=pre + "workload.groups").set_value(3)
+    at.checkbox(key=pre + "trace").check()
+    at.button(key="story:hackbench-rt-2008|run").click().run()
+    assert not at.exception and not errors(at)
+    locks = [m for m in at.multiselect if m.label.startswith("locks to show")]
+    assert locks and 0 < len(locks[0].options) <= ui.LOCK_CHOICES
+    memo = dict(at.session_state["_trace_derived"])
+    assert memo  # the trace's derived values, computed once
+    at.run()  # a rerun (any widget change) takes them from the memo
+    assert not at.exception and at.session_state["_trace_derived"].keys() == memo.keys()

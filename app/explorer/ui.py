@@ -13,7 +13,7 @@ import contextlib
 import logging
 import math
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from . import content, core
 log = logging.getLogger("rcusim.explorer")
 
 MAX_RUNS = 8  # runs kept per page (oldest dropped)
+LOCK_CHOICES = 40  # lock tracks offered in the timeline: the busiest in its window
 SAFE_INT = 2**53 - 1  # the browser's number widgets are doubles
 BAR_PX = 30  # height per bar of a horizontal bar chart: room for every label
 
@@ -459,19 +460,30 @@ def _doc(run: Mapping[str, Any]) -> dict[str, Any]:
         doc = core.parse_trace(run["out"].trace)
         cache.clear()  # keep one parsed trace: they are large
         cache[key] = doc
+        st.session_state["_trace_derived"] = {}
     return doc
+
+
+def _derived(fn: Callable[..., Any], doc: Mapping[str, Any], *args: Any) -> Any:
+    """``fn(doc, *args)`` for the one parsed trace kept, computed once: each scans every event
+    of a trace of up to tens of MB, and the page reruns on every widget change."""
+    memo = st.session_state.setdefault("_trace_derived", {})
+    key = (fn.__name__, id(doc), args)
+    if key not in memo:
+        memo[key] = fn(doc, *args)
+    return memo[key]
 
 
 def timeline(prefix: str, run: Mapping[str, Any]) -> None:
     """CPUs, followed tasks (kthreads by default), grace periods and other model tracks for a
     short window of the trace."""
     doc = _doc(run)
-    lo, hi = core.trace_extent_us(doc)
+    lo, hi = _derived(core.trace_extent_us, doc)
     if hi <= lo:
         st.caption("The trace is empty.")
         return
     st.markdown("**Timeline** (a short window of the trace; hover for names, download the trace for Perfetto)")
-    d0, d1 = core.default_window_us(doc)
+    d0, d1 = _derived(core.default_window_us, doc)
     k = f"{prefix}|tl|{run['id']}"
     c1, c2, c3 = st.columns([2, 1, 3])
     start = c1.number_input(
@@ -484,15 +496,18 @@ def timeline(prefix: str, run: Mapping[str, Any]) -> None:
         value=max(0.01, (d1 - d0) / 1000.0),
         key=k + "|len",
     )
-    names = core.task_names(doc)
-    follow = c3.multiselect("tasks to follow (rows of their own)", names, default=core.kthread_names(doc)[:8], key=k + "|tasks")
+    names = _derived(core.task_names, doc)
+    kthreads = _derived(core.kthread_names, doc)
+    follow = c3.multiselect("tasks to follow (rows of their own)", names, default=kthreads[:8], key=k + "|tasks")
     t0 = start * 1000.0
     t1 = t0 + length * 1000.0
     shown_locks = None
-    if core.lock_tracks(doc):
-        in_window = core.busiest_lock_tracks(doc, t0, t1, n=1000)
+    if _derived(core.lock_tracks, doc):
+        # the busiest 40: a traced hackbench has hundreds of socket locks, and a list that long
+        # slows every rerun of the page
+        in_window = _derived(core.busiest_lock_tracks, doc, t0, t1, LOCK_CHOICES)
         shown_locks = st.multiselect(
-            "locks to show (who owns each lock; the busiest in the window first, pending-owner time first)",
+            f"locks to show (who owns each lock; the {LOCK_CHOICES} busiest in the window, pending-owner time first)",
             in_window,
             default=in_window[:6],
             key=k + f"|locks|{start}|{length}",
