@@ -917,9 +917,18 @@ def tick_table(profile: Profile, warnings: list[str] | None = None) -> TickTable
     if s is None or ncpu < 1 or not s.samples or len(s.samples) % ncpu or s.samples_total != len(s.samples):
         # (a subsample would break the rows: the collector keeps them all, at most max_samples / cpus)
         if warnings is not None and profile.cpus >= 2:
+            if s is None:
+                why = "the profile has no irq_cost.tick_busy series (collector < 0.10.0, or irq_cost not ok)"
+            elif s.samples_total != len(s.samples):
+                why = (
+                    f"irq_cost.tick_busy keeps {len(s.samples)} of its {s.samples_total} values (collected with a "
+                    "small --max-samples), and a subsample breaks its rows"
+                )
+            else:
+                why = "irq_cost.tick_busy has no complete row (one value per CPU per jiffy)"
             warnings.append(
-                "tick_busy: the profile has no usable irq_cost.tick_busy series (collector < 0.10.0); the model's "
-                "ticks are tick x jitter, independent on every CPU (re-collect irq_cost to measure them together)"
+                f"tick_busy: {why}; the model's ticks are tick x jitter, independent on every CPU "
+                "(re-collect irq_cost, with the default --max-samples, to measure them together)"
             )
         return TickTable((), "", ())
     flat = np.asarray(s.samples, dtype=float)

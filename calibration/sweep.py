@@ -459,13 +459,17 @@ def definition(base: sc.Scenario, grid_keys: Iterable[str]) -> str:
     complete base scenario (:func:`sim.scenario.canonical`: defaults filled in, units resolved,
     ``--set`` applied) without the grid keys, so that adding values to a grid still resumes.
     The scenario's name and description change no result and are left out, and so is its
-    seed: each row's seed has a column of its own, checked on its own."""
+    seed: each row's seed has a column of its own, checked on its own. The model's code is in
+    it too (:func:`sim.compiled.source_digest`, the sources of sim/ and models/): rows from
+    before a model change are not the same sweep's."""
+    from sim.compiled import source_digest
+
     doc = sc.canonical(base)
     for k in ("name", "description", "seed"):
         doc["scenario"].pop(k, None)
     for key in grid_keys:
         _drop_path(doc, key)
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str) + "\0" + source_digest()
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -686,7 +690,7 @@ def _check_rows(where: Path, rows: Sequence[dict[str, str]], name: str, defn: st
             else:
                 problem = (
                     f"holds a different sweep: of scenario {name!r} with other settings (definition {old_defn}, this one's is {defn}): "
-                    "a --set, the scenario file or a model default differs"
+                    "a --set, the scenario file, a model default or the model's code differs"
                 )
             raise ConfigError(f"--out {where}", problem, fix)
         r = int(row["replication"]) if row["replication"].isdigit() else -1

@@ -263,7 +263,7 @@ def test_bundled_profile_has_the_composites(profile):
 
 def test_calibrate_cli_writes_params_and_report(tmp_path, capsys):
     out = tmp_path / "x-params.toml"
-    rc = main(["calibrate", str(DEFAULT_PROFILE), "--out", str(out), "--seeds", "1", "--bootstrap", "5", "--no-progress"])
+    rc = main(["calibrate", str(DEFAULT_PROFILE), "--out", str(out), "--seeds", "1", "--bootstrap", "40", "--no-progress"])
     stdout, err = capsys.readouterr()
     assert rc == 0, err
     assert "parameters" in stdout and "held back" in stdout

@@ -48,6 +48,7 @@ def test_calibrate_never_overwrites_its_profile(tmp_path, capsys):
     out = str(tmp_path / "p.toml")
     fails(["calibrate", str(prof), "--out", out, "--report", out], capsys, "--report", "--out")
     fails(["calibrate", str(prof), "--bootstrap", "-1"], capsys, "--bootstrap")
+    fails(["calibrate", str(prof), "--bootstrap", "1"], capsys, "--bootstrap", "at least 40")
     assert prof.read_bytes() == before
     assert not (tmp_path / "p.toml").exists()  # the probe leaves nothing behind
 

@@ -79,6 +79,20 @@ def test_resume_with_another_set_or_seed_is_refused(tmp_path, capsys, suffix, re
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
 
 
+def test_resume_after_a_change_of_the_model_code_is_refused(tmp_path, capsys, monkeypatch, request):
+    # the same scenario and settings, but sim/ or models/ changed since the rows were written
+    out = tmp_path / "rw.csv"
+    assert run_cli([*GP, "--out", str(out)], capsys)[0] == 0
+    before = out.read_bytes()
+    import sim.compiled
+
+    monkeypatch.setattr(sim.compiled, "source_digest", lambda: "another model")
+    request.getfixturevalue("no_runs")
+    line = one_error(*run_cli([*GP, "--out", str(out)], capsys)[::2])
+    assert "other settings" in line and "model's code" in line
+    assert out.read_bytes() == before
+
+
 def test_genuine_resume_and_a_grown_grid_still_resume(tmp_path, capsys):
     out = tmp_path / "rw.csv"
     assert run_cli([*GP, "--set", "costs.wakeup=1200", "--out", str(out)], capsys)[0] == 0

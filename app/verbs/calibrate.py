@@ -17,6 +17,7 @@ from sim.scenario import VERSION
 from ..common import Progress, check_outputs
 
 VERB = "calibrate"
+MIN_BOOTSTRAP = 40  # the fewest replicates with a draw below 2.5 % and one above 97.5 %
 SUMMARY = """fit the model's costs to a profile (direct mappings and SciPy fits of
 simulated microbenchmarks, bootstrap intervals); writes a params file
 for 'rcusim run --params' and a JSON fit report"""
@@ -28,7 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--out", metavar="PARAMS", help="params file to write (default: PROFILE-params.toml next to it)")
     c.add_argument("--report", metavar="FILE", help="JSON fit report (default: PARAMS with .fit.json)")
     c.add_argument("--seeds", type=int, default=3, help="seeds per simulated microbenchmark (default 3)")
-    c.add_argument("--bootstrap", type=int, default=400, help="bootstrap replicates for the intervals (default 400; 0: none)")
+    c.add_argument(
+        "--bootstrap",
+        type=int,
+        default=400,
+        help=f"bootstrap replicates for the intervals (default 400, at least {MIN_BOOTSTRAP}; 0: none)",
+    )
     c.add_argument(
         "--other-gaps",
         action="store_true",
@@ -95,8 +101,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile)
     out = Path(args.out) if args.out else sibling_params(args.profile)
     report = Path(args.report) if args.report else default_report(out)
-    if args.bootstrap < 0:
-        raise ConfigError("--bootstrap", f"{args.bootstrap} is negative", "use 0 (no intervals) or more, e.g. 400")
+    if args.bootstrap < 0 or 0 < args.bootstrap < MIN_BOOTSTRAP:
+        raise ConfigError(
+            "--bootstrap",
+            f"{args.bootstrap} replicates cannot place a 95% interval's ends (2.5 % and 97.5 % of them)",
+            f"use 0 (no intervals) or at least {MIN_BOOTSTRAP}, e.g. 400",
+        )
     if out.suffix != ".toml":
         raise ConfigError("--out", f"{out} is not a .toml file: the params file is TOML", "name it e.g. params.toml")
     check_outputs([("--out", out), ("--report", report)], [args.profile])
