@@ -512,12 +512,18 @@ def test_lab_runs_with_the_bundled_profile_costs():
     assert data["costs"]["tick_busy"] == [list(r) for r in core.bundled_profile().costs["tick_busy"]]
 
 
-def test_lab_runs_with_an_uploaded_profile():
-    at = page("lab").run()
-    at.radio(key="lab|profile").set_value("upload a profile (JSON from rcusim collect)").run()
+def with_uploaded_profile(name: str) -> AppTest:
+    """Page ``name`` (``lab`` or ``machine``) with the bundled profile uploaded as mine.json."""
+    at = page(name).run()
+    at.radio(key=f"{name}|profile").set_value("upload a profile (JSON from rcusim collect)").run()
     raw = (ROOT / "calibration" / "profiles" / "default.json").read_bytes()
-    at.file_uploader(key="lab|upload").set_value(("mine.json", raw, "application/json")).run()
+    at.file_uploader(key=f"{name}|upload").set_value(("mine.json", raw, "application/json")).run()
     assert not at.exception and not errors(at), errors(at)
+    return at
+
+
+def test_lab_runs_with_an_uploaded_profile():
+    at = with_uploaded_profile("lab")
     assert "uploaded: mine.json" in " ".join(c.value for c in at.caption)
     at.button(key="lab|run").click().run()
     assert not at.exception and not errors(at), errors(at)
@@ -736,11 +742,7 @@ def test_overall_verdict_with_a_validated_error():
 
 
 def test_machine_page_uploaded_profile_caption_is_true():
-    at = page("machine").run()
-    at.radio(key="machine|profile").set_value("upload a profile (JSON from rcusim collect)").run()
-    raw = (ROOT / "calibration" / "profiles" / "default.json").read_bytes()
-    at.file_uploader(key="machine|upload").set_value(("mine.json", raw, "application/json")).run()
-    assert not at.exception and not errors(at), errors(at)
+    at = with_uploaded_profile("machine")
     costs = at.dataframe[0].value
     with_ci = [p for p, ci in zip(costs["parameter"], costs["95% interval"], strict=True) if ci != "-"]
     assert with_ci and len(with_ci) < len(costs), "a one-seed calibration: some intervals, not all"
