@@ -291,6 +291,20 @@ def test_menu_learns_that_idle_ends_early():
     assert g.select(0, IDLE_INF) == 0
 
 
+@given(st.lists(st.tuples(st.integers(1, 2_000_000_000), st.integers(0, 3_000_000_000)), min_size=1, max_size=40))
+def test_menu_correction_never_exceeds_unity(periods):
+    # menu_update(): a measured idle longer than the sleep length it was predicted from is
+    # clamped to it, in the correction factor and in the interval history alike
+    from models.timers.idle import DECAY, RESOLUTION
+
+    g = Governor(1, ("C1", "C2"), (1000, 400_000), (2000, 800_000), "menu")
+    for sleep, duration in periods:
+        state = g.select(0, sleep)
+        g.record(0, duration, by_timer=duration >= sleep, state=state)
+        assert all(f <= RESOLUTION * DECAY for f in g.correction[0])
+        assert g.history[0][-1] <= min(sleep, 1_000_000_000)
+
+
 # ---------------------------------------------------------------------------- configuration
 def test_config_errors_name_the_field():
     with pytest.raises(ConfigError) as e:

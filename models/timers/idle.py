@@ -16,7 +16,10 @@ Two governors, reduced to their idle-duration predictors:
   the last 8 idle periods (``get_typical_interval()``: their average when the standard
   deviation is small, <= 20 us or < average / 6, discarding the largest outliers down to 3/4
   of the samples); the exit latency may not exceed the prediction (the performance multiplier
-  without iowaiters). The iowait buckets and the PM QoS latency limit are not modelled.
+  without iowaiters). ``menu_update()`` clamps a measured idle to the sleep length it was
+  predicted from, so a factor never exceeds unity. The iowait buckets, the PM QoS latency limit
+  and the tick retention (the tick kept, and the state capped by the time to it, when the
+  prediction is under a tick) are not modelled.
 * ``teo`` (drivers/cpuidle/governors/teo.c): the state the sleep length calls for, unless
   most of the recent idle periods were *intercepted* (ended by a non-timer wakeup before that
   state's target residency), in which case the deepest state fitting the typical intercepted
@@ -125,6 +128,10 @@ class Governor:
         # ``duration`` ends when the wakeup arrives; the kernel's residency also includes the
         # exit latency, which menu_update() then takes off again: the same figure
         measured = duration
+        if self.kind == "menu" and measured > self.last_next[cpu]:
+            # menu_update(): "Make sure our coefficients do not exceed unity" (the interval
+            # history gets the clamped figure too)
+            measured = self.last_next[cpu]
         self.history[cpu].append(measured)
         self.intercepted[cpu].append(not by_timer)
         if self.kind == "menu":
