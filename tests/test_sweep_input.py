@@ -221,3 +221,9 @@ def test_unknown_metric_is_refused_as_compare_does(capsys):
     assert "did you mean 'calls_per_s'?" in line
     rc, stdout, err = run_cli([*GP, "--metric", "calls_per_s"], capsys)
     assert rc == 0 and "calls_per_s" in stdout and "scenario" not in stdout and "definition" not in stdout, err
+
+
+def test_metric_with_out_is_refused_before_any_run(tmp_path, capsys, no_runs):
+    line = one_error(*run_cli([*GP, "--metric", "calls_per_s", "--out", str(tmp_path / "x.csv")], capsys)[::2])
+    assert "--metric" in line and "--out" in line
+    assert not (tmp_path / "x.csv").exists()

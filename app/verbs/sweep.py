@@ -99,6 +99,12 @@ def print_table(summary: sw.SweepSummary, axes: list[sw.Axis], metrics: list[str
 def cmd_sweep(args: argparse.Namespace) -> int:
     from ..common import resolve_scenario
 
+    if args.metric and args.out:
+        raise ConfigError(
+            "--metric",
+            "chooses the printed table's columns, and --out prints no table",
+            "leave --metric out: the file has every metric",
+        )
     axes = sw.parse_grid(args.grid)
     data = sc.load(resolve_scenario(args.scenario), parse_sets(args.set or []))
     bar = CountBar("sweep", not args.no_progress)
