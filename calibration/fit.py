@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -999,24 +999,28 @@ class _Model:
         self.fixed = dict(fixed)
         self.evaluations = 0
 
+    def costs(self, theta: np.ndarray, direct: Mapping[str, float]) -> Costs:
+        return make_costs({**self.fixed, **_values(dict(zip(self.fitted, theta, strict=True)), direct)})
+
     def run(self, theta: np.ndarray, direct: Mapping[str, float]) -> dict[str, float]:
-        values = {**self.fixed, **_values(dict(zip(self.fitted, theta, strict=True)), direct)}
-        costs = make_costs(values)
+        costs = self.costs(theta, direct)
         self.evaluations += 1
         return {r: mean_over_seeds(r, costs, self.target, self.seeds) for r in self.replicas}
 
-    def seed_noise(self, theta: np.ndarray, direct: Mapping[str, float]) -> dict[str, float]:
-        """The standard error of each replica's mean over the fit's seeds at ``theta``: how far
-        another set of seeds would move the simulated outcome the fit matched (0 with one seed,
-        where it cannot be told)."""
-        if self.seeds < 2:
-            return dict.fromkeys(self.replicas, 0.0)
-        costs = make_costs({**self.fixed, **_values(dict(zip(self.fitted, theta, strict=True)), direct)})
-        out = {}
-        for r in self.replicas:
-            vals = np.array([REPLICAS[r](costs, self.target, s) for s in range(1, self.seeds + 1)])
-            out[r] = float(vals.std(ddof=1) / math.sqrt(self.seeds))
-        return out
+    def run_seeds(self, theta: np.ndarray, direct: Mapping[str, float]) -> dict[str, list[float]]:
+        """Each replica's outcome per seed (1..seeds): :meth:`run` is their mean, bit for bit."""
+        costs = self.costs(theta, direct)
+        self.evaluations += 1
+        return {r: [REPLICAS[r](costs, self.target, s) for s in range(1, self.seeds + 1)] for r in self.replicas}
+
+
+def seed_noise(values: Sequence[float]) -> float:
+    """The standard error of the mean of one replica's per-seed outcomes: how far another set
+    of seeds would move the simulated outcome the fit matched (0 with one seed, where it cannot
+    be told)."""
+    if len(values) < 2:
+        return 0.0
+    return float(np.std(values, ddof=1) / math.sqrt(len(values)))
 
 
 def calibrate(
@@ -1113,7 +1117,8 @@ def calibrate(
     step("fitting (simulated microbenchmarks)", 0.1)
     sol = least_squares(residuals, x0, bounds=(0.0, np.inf), x_scale=x0, diff_step=0.02, max_nfev=60)
     theta = np.maximum(sol.x, 0.0)
-    sim_at = model.run(theta, direct)
+    at_theta = model.run_seeds(theta, direct)  # the means, and their seed noise for the intervals
+    sim_at = {r: sum(v) / model.seeds for r, v in at_theta.items()}  # = model.run(theta, direct)
     for n, v in zip(names, theta, strict=True):
         if v <= (0.01 if n == "pipe_scale" else 1.0):
             warnings.append(f"{n}: the fit reached 0 (the other parameters already explain the outcomes)")
@@ -1147,7 +1152,7 @@ def calibrate(
         # the bundled context_switch by 10 ns, more than the measurements' interval). Each
         # replicate draws that noise too, from its own generator (the measurements' draws stay
         # those of rng_seed)
-        noise_sd = np.array([model.seed_noise(theta, direct)[r] for r in replicas])
+        noise_sd = np.array([seed_noise(at_theta[r]) for r in replicas])
         noise_rng = np.random.default_rng([rng_seed, 1])
 
         def shift(ob: np.ndarray, dd: np.ndarray, s: np.ndarray = s0) -> np.ndarray:

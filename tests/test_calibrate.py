@@ -144,11 +144,13 @@ def test_intervals_include_the_fits_seed_noise(profile, monkeypatch):
     # the fit matches simulated means over its seeds; other seeds move them by their standard
     # error, which each bootstrap replicate draws and the Jacobian turns into parameter noise
     model = fit._Model(Target.of(profile), 2, ["context_switch"], ["same_cpu_pingpong"], {})
-    assert model.seed_noise(np.array([700.0]), fit.make_costs({}).__dict__)["same_cpu_pingpong"] > 0
+    (two,) = model.run_seeds(np.array([700.0]), fit.make_costs({}).__dict__).values()
+    assert fit.seed_noise(two) > 0
     one = fit._Model(Target.of(profile), 1, ["context_switch"], ["same_cpu_pingpong"], {})
-    assert one.seed_noise(np.array([700.0]), fit.make_costs({}).__dict__) == {"same_cpu_pingpong": 0.0}
+    (single,) = one.run_seeds(np.array([700.0]), fit.make_costs({}).__dict__).values()
+    assert fit.seed_noise(single) == 0.0
     with_noise = fit.calibrate(profile, seeds=2, bootstrap=60).estimates["context_switch"]
-    monkeypatch.setattr(fit._Model, "seed_noise", lambda self, theta, direct: dict.fromkeys(self.replicas, 0.0))
+    monkeypatch.setattr(fit, "seed_noise", lambda values: 0.0)
     without = fit.calibrate(profile, seeds=2, bootstrap=60).estimates["context_switch"]
     assert with_noise.value == without.value  # the same fit: only its interval differs
     assert with_noise.high - with_noise.low > 2 * (without.high - without.low)
