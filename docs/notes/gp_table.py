@@ -3,8 +3,7 @@
 
 python docs/notes/gp_table.py PROFILE [PROFILE ...]
 
-For each profile (its ``-params.toml`` beside it, as ``rcusim calibrate`` writes it; the
-bundled profile's is ``default-params.toml``): the share of busy calls under 10 ms (the fast
+For each profile (its ``-params.toml`` beside it, as ``rcusim calibrate`` writes it): the share of busy calls under 10 ms (the fast
 mode) and of idle calls over 10 ms (the slow one), measured and in the model over 8 seeds of
 200 calls, and the means, measured and as ``rcusim calibrate`` checks them (3 seeds of 300
 calls). One column per profile (* when its calibration fails its own check), in markdown; a few
@@ -22,24 +21,18 @@ sys.path.insert(0, str(ROOT))
 
 from calibration.fit import make_costs  # noqa: E402
 from calibration.microbench import Target, gp_latency_run, mean_over_seeds  # noqa: E402
-from calibration.params import load_params  # noqa: E402
+from calibration.params import load_params, sibling_params  # noqa: E402
 from calibration.profile import load_profile  # noqa: E402
 
 SPLIT_MS = 10.0  # between the two modes (about 7 and 15 ms, 2 jiffies apart at HZ 250)
 SEEDS, CALLS = 8, 200
 
 
-def params_of(profile: Path) -> Path:
-    if profile.name == "default.json":
-        return profile.with_name("default-params.toml")
-    return profile.with_name(profile.stem + "-params.toml")
-
-
 def header(path: Path) -> str:
     """The collection's time, * when its calibration fails its own check (a fitted anchor's
     warning in the fit report), and whether it is the bundled one."""
     name = load_profile(path).start_time[11:16]
-    report = params_of(path).with_suffix(".fit.json")
+    report = sibling_params(path).with_suffix(".fit.json")
     if report.exists() and any("fitted anchor" in w for w in json.loads(report.read_text())["warnings"]):
         name += "*"
     return name + (" (bundled)" if path.name == "default.json" else "")
@@ -47,7 +40,7 @@ def header(path: Path) -> str:
 
 def column(path: Path) -> list[str]:
     prof = load_profile(path)
-    costs, target = make_costs(load_params(params_of(path)).costs), Target.of(prof)
+    costs, target = make_costs(load_params(sibling_params(path)).costs), Target.of(prof)
     cells = []
     for busy, item, check in ((True, "membarrier_global_busy", "gp_busy_mean"), (False, "membarrier_global", "gp_idle_mean")):
         samples = prof.items[item].samples
