@@ -54,6 +54,8 @@ def check_outputs(outputs: Sequence[tuple[str, str | Path | None]], inputs: Sequ
         if p.is_dir():
             raise ConfigError(flag, f"{p} is a directory", "give a file name")
         parent = p.parent if str(p.parent) else Path(".")
+        if parent.exists() and not parent.is_dir():
+            raise ConfigError(flag, f"{parent} is not a directory", "choose another path")
         if not parent.is_dir():
             raise ConfigError(flag, f"directory {parent} does not exist", "create it or choose another path")
         r = p.resolve()

@@ -123,11 +123,9 @@ def _parse_items(text: str) -> list[str]:
 
 def _check_out(path: str | Path) -> None:
     """Refuse, before the measurement, an --out the profile could not be written to
-    (:func:`app.common.check_outputs`: empty, a directory, in a directory that does not exist,
-    one the OS refuses), or that is no regular file (a device, a FIFO)."""
+    (:func:`app.common.check_outputs`: empty, a directory, in a directory that does not exist or
+    is a file, one the OS refuses), or that is no regular file (a device, a FIFO)."""
     out = Path(path)
-    if out.parent.exists() and not out.parent.is_dir():
-        raise ConfigError("--out", f"{out.parent} is not a directory", "choose another path")
     if out.exists() and not out.is_dir() and not out.is_file():
         raise ConfigError("--out", f"{out} is not a regular file", "give the name of a JSON file to write")
     check_outputs([("--out", path)])
