@@ -140,7 +140,7 @@ def params_from_calibration(cal: Calibration, source: str = "calibration") -> Pa
     return Params(source, dict(cal.costs_mapping()), {}, {"profile": cal.profile_source}, cal.workload_mapping())
 
 
-def _toml_value(v: Any) -> str:
+def toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
@@ -148,9 +148,9 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
     if isinstance(v, Mapping):
-        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items() if x is not None) + " }"
+        return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items() if x is not None) + " }"
     raise TypeError(f"cannot write {v!r} as TOML")
 
 
@@ -192,62 +192,62 @@ def params_toml(cal: Calibration, profile_path: str | Path, *, command: str = ""
         "workload, before --set)",
         "",
         "[calibration]",
-        f"rcusim_version = {_toml_value(version)}",
-        f"command = {_toml_value(command)}",
-        f"created = {_toml_value(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))}",
-        f"profile = {_toml_value(cal.profile_source)}",
-        f"profile_sha256 = {_toml_value(digest)}",
+        f"rcusim_version = {toml_value(version)}",
+        f"command = {toml_value(command)}",
+        f"created = {toml_value(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))}",
+        f"profile = {toml_value(cal.profile_source)}",
+        f"profile_sha256 = {toml_value(digest)}",
         f"seeds = {cal.seeds}",
         f"bootstrap = {cal.bootstrap}",
     ]
     for key in ("host", "kernel", "cpu_model", "cpus", "hz", "preempt"):
         if m.get(key) is not None:
-            lines.append(f"{key} = {_toml_value(m[key])}")
+            lines.append(f"{key} = {toml_value(m[key])}")
     lines += ["", "[costs]"]
     costs = cal.costs_mapping()
     for name, value in costs.items():
         if name == "tick_busy":
             t = cal.tick_busy
             lines.append(f"# measured table: {t.formula or 'none in the profile (ticks are tick x jitter)'}")
-            lines.append(f"{name} = {_toml_value(value)}")
+            lines.append(f"{name} = {toml_value(value)}")
             continue
         if name in ("other_gaps", "other_gaps_per_s"):
             if name == "other_gaps":
                 lines.append(f"# measured: {cal.other_gaps.formula or 'none in the profile (no other interruptions)'}")
-            lines.append(f"{name} = {_toml_value(value)}")
+            lines.append(f"{name} = {toml_value(value)}")
             continue
         e = cal.estimates[name]
         lines.append(f"# {e.method}: {e.formula}; {_fmt_ci(e.low, e.high, cost_unit(name))}")
-        lines.append(f"{name} = {_toml_value(value)}")
+        lines.append(f"{name} = {toml_value(value)}")
     for kind, knobs in cal.workload.items():
         lines += ["", f"[workload.{kind}]"]
         for name, e in knobs.items():
             lines.append(f"# {e.method}: {e.formula}; {_fmt_ci(e.low, e.high, 'ns')}")
             if e.note:
                 lines.append(f"# {e.note}")
-            lines.append(f"{name} = {_toml_value(int(round(e.value)))}")
+            lines.append(f"{name} = {toml_value(int(round(e.value)))}")
     lines += ["", "[provenance.costs]"]
     for name in costs:
         if name == "tick_busy":
             t = cal.tick_busy
             entry = {"method": "measured", "formula": t.formula or "no table in the profile", "inputs": list(t.inputs)}
-            lines.append(f"{name} = {_toml_value(entry)}")
+            lines.append(f"{name} = {toml_value(entry)}")
             continue
         if name in ("other_gaps", "other_gaps_per_s"):
             g = cal.other_gaps
             entry = {"method": "measured", "formula": g.formula or "none in the profile", "inputs": list(g.inputs)}
-            lines.append(f"{name} = {_toml_value(entry)}")
+            lines.append(f"{name} = {toml_value(entry)}")
             continue
         e = cal.estimates[name]
         ci = None if e.low is None else [round(e.low, 3), round(e.high or 0.0, 3)]
         entry = {"method": e.method, "formula": e.formula, "inputs": list(e.inputs), "ci95": ci}
-        lines.append(f"{name} = {_toml_value(entry)}")
+        lines.append(f"{name} = {toml_value(entry)}")
     for kind, knobs in cal.workload.items():
         lines += ["", f"[provenance.workload.{kind}]"]
         for name, e in knobs.items():
             ci = None if e.low is None else [round(e.low, 3), round(e.high or 0.0, 3)]
             entry = {"method": e.method, "formula": e.formula, "inputs": list(e.inputs), "ci95": ci, "note": e.note}
-            lines.append(f"{name} = {_toml_value(entry)}")
+            lines.append(f"{name} = {toml_value(entry)}")
     return "\n".join(lines) + "\n"
 
 

@@ -260,17 +260,6 @@ def _fmt_item(v: Any, duration: bool) -> str:
     return str(v)
 
 
-def _toml_value(v: Any) -> str:
-    """``v`` (nested lists and tuples of numbers, strings, booleans) written as a TOML value."""
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return json.dumps(v)
-    return str(v)
-
-
 LIST_EDIT_MAX = 64  # a longer list of costs (a profile's measured other_gaps) is shown read-only
 
 
@@ -308,7 +297,9 @@ def to_widget(knob: Knob, value: Any) -> Any:
     if knob.kind == "duration":
         return duration_text(value)
     if knob.kind == "table":
-        return _toml_value(list(value or ()))
+        from calibration.params import toml_value
+
+        return toml_value(list(value or ()))
     if knob.kind == "list":
         return ", ".join(_fmt_item(v, dur) for v in (value or []))
     if knob.kind == "optional":
