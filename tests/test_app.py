@@ -5,6 +5,7 @@ reproduces, the timeline cut from a trace, the ``rcusim app`` verb."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import subprocess
@@ -813,7 +814,7 @@ def test_ab_says_before_the_run_when_a_and_b_are_identical(name):
     assert any("A and B are identical" in w.value for w in at.warning)
 
 
-def test_traced_hackbench_timeline_offers_the_busiest_locks_and_reruns_from_memo():
+def test_traced_hackbench_timeline_offers_the_busiest_locks_and_reruns_from_memo(monkeypatch):
     from app.explorer import ui
 
     at = page("hackbench").run()
@@ -826,5 +827,10 @@ def test_traced_hackbench_timeline_offers_the_busiest_locks_and_reruns_from_memo
     assert locks and 0 < len(locks[0].options) <= ui.LOCK_CHOICES
     memo = dict(at.session_state["_trace_derived"])
     assert memo  # the trace's derived values, computed once
-    at.run()  # a rerun (any widget change) takes them from the memo
-    assert not at.exception and at.session_state["_trace_derived"].keys() == memo.keys()
+    scans = []  # a rerun (any widget change) takes them from the memo: no scan of the trace
+    for name in ("task_names", "kthread_names", "lock_tracks", "busiest_lock_tracks", "default_window_us"):
+        real = getattr(core, name)
+        counted = functools.wraps(real)(lambda *a, _n=name, _f=real, **k: scans.append(_n) or _f(*a, **k))
+        monkeypatch.setattr(core, name, counted)
+    at.run()
+    assert not at.exception and at.session_state["_trace_derived"].keys() == memo.keys() and scans == []
