@@ -1244,6 +1244,7 @@ class CPU:
         t.state = DONE
         t.ended = self.env.now
         m.live -= 1
+        del m.tasks[t.tid]
         for h in m.exit_hooks:
             h(self, t)
         waiters = t.exit_waiters
@@ -1487,7 +1488,10 @@ class Machine:
         self.next_tid = 1
         self.next_mm = 0  # the last address-space id handed out (Task.mm)
         self.live = 0
-        self.tasks: list[Task] = []
+        # the live tasks by tid, in spawn order; an exited task leaves (a fork-heavy run such as
+        # netns-2014 spawns thousands of processes, whose tasks and finished scripts it would
+        # otherwise keep to the end: benchmarks/memory.py)
+        self.tasks: dict[int, Task] = {}
         self.preempt_full = kernel.preempt == "full"
         self.wake_affine_waker = kernel.wake_affine == "waker"
         self.wake_affine_weight = kernel.wake_affine in ("weight", "pack")
@@ -1802,7 +1806,7 @@ class Machine:
         t.load_avg = t.weight  # init_entity_runnable_average: a new task counts as fully loaded
         t.load_t = t.started
         t.state = T_BLOCKED
-        self.tasks.append(t)
+        self.tasks[t.tid] = t
         self.live += 1
         target = self._select_fork_cpu(t, from_cpu)
         t.cpu = target.index

@@ -298,7 +298,7 @@ def run(
         if env.now >= limit:
             break
         if until_done and env.peek() == math.inf:
-            blocked = [t.name for t in m.tasks if t.state == T_BLOCKED][:5]
+            blocked = [t.name for t in m.tasks.values() if t.state == T_BLOCKED][:5]
             raise ScenarioError(
                 f"scenario {scn.meta.name!r} cannot finish: at {env.now} ns every task is blocked "
                 f"and nothing is pending (e.g. {', '.join(blocked)}); the workload deadlocks"

@@ -14,6 +14,19 @@ ZERO_COSTS = Costs(
 )
 
 
+def every_task(m: Machine):  # type: ignore[no-untyped-def]
+    """Record the tasks of ``m`` that exit from now on (a machine keeps only its live ones);
+    returns a function giving every task, live or exited, in spawn order."""
+    gone: dict[int, object] = {}
+    m.exit_hooks.append(lambda cpu, t: gone.__setitem__(t.tid, t))
+
+    def tasks():  # type: ignore[no-untyped-def]
+        both = {**gone, **m.tasks}
+        return [both[tid] for tid in sorted(both)]
+
+    return tasks
+
+
 def machine(
     cpus: int = 1,
     hz: int = 100,

@@ -6,7 +6,7 @@ from sim.ops import Recv, Send, cpu, sleep
 from sim.task import DONE
 from sim.units import MS, US
 
-from .helpers import machine
+from .helpers import every_task, machine
 
 
 def run(m, until):
@@ -300,6 +300,7 @@ def _stepped_and_run(name, overrides):
     out = []
     for stepped in (False, True):
         m, wl = sc.build(scn, cat)
+        tasks = every_task(m)
         if stepped:
             while not m.done.triggered:
                 m.env.step()
@@ -310,7 +311,7 @@ def _stepped_and_run(name, overrides):
                 m.env.now,
                 m.events,
                 dict(wl.metrics()),
-                [(t.name, t.run_ns, t.vruntime, t.wait_ns, t.nvcsw, t.nivcsw, t.migrations) for t in m.tasks],
+                [(t.name, t.run_ns, t.vruntime, t.wait_ns, t.nvcsw, t.nivcsw, t.migrations) for t in tasks()],
                 [(c.switches, c.ticks, c.ipis, tuple(c.acc)) for c in m.cpus],
             )
         )

@@ -14,7 +14,7 @@ from sim.ops import Recv, Send, Spawn, Syscall, Yield, cpu, sleep
 from sim.task import DONE
 from sim.units import MS
 
-from .helpers import machine
+from .helpers import every_task, machine
 
 cost = st.integers(min_value=0, max_value=5_000)
 
@@ -62,6 +62,7 @@ def scenarios(draw):
 
 def simulate(cfg, pairs, spawner, seed, trace=True):
     m = machine(seed=seed, trace=trace, **cfg)
+    everyone = every_task(m)
     times = []
     total = [0]
 
@@ -125,7 +126,7 @@ def simulate(cfg, pairs, spawner, seed, trace=True):
     m.exit_hooks.append(on_exit)
     m.switch_hooks.append(lambda c, prev, nxt: note())
     m.env.run(until=m.env.any_of([m.done, m.env.timeout(10_000 * MS)]))
-    return m, times, received
+    return m, times, received, everyone
 
 
 def intervals_disjoint(iv):
@@ -141,12 +142,12 @@ def test_substrate_invariants(sc):
 def check_invariants(cfg, pairs, spawner, seed):
     """The substrate's invariants on one random scenario (also used with other scheduler knobs:
     tests/test_sched_balance_2624.py)."""
-    m, times, received = simulate(cfg, pairs, spawner, seed)
+    m, times, received, everyone = simulate(cfg, pairs, spawner, seed)
     # simulated time never goes backwards
     assert times == sorted(times)
     # every task ran to the end: no lost wakeup, nobody starved
-    assert m.done.triggered, [(t.name, t.state) for t in m.tasks if t.state != DONE]
-    assert all(t.state == DONE for t in m.tasks if not t.kthread)
+    assert m.done.triggered, [(t.name, t.state) for t in m.tasks.values() if t.state != DONE]
+    assert all(t.state == DONE for t in everyone() if not t.kthread)
     for n, got in received:
         assert got == list(range(n))  # FIFO channel, nothing lost or duplicated
     # CPU time is conserved: busy + idle == elapsed on every CPU
@@ -168,7 +169,7 @@ def check_invariants(cfg, pairs, spawner, seed):
     for iv in by_task.values():
         assert intervals_disjoint(iv)
     # task accounting adds up with the CPUs' user + kernel time
-    run = sum(t.run_ns for t in m.tasks)
+    run = sum(t.run_ns for t in everyone())
     assert run == sum(c.acc[2] + c.acc[3] for c in m.cpus)
 
 
@@ -176,8 +177,8 @@ def check_invariants(cfg, pairs, spawner, seed):
 def test_same_seed_same_result_and_trace(sc):
     cfg, pairs, spawner, seed = sc
     cfg = dict(cfg)
-    m1, t1, r1 = simulate(cfg, pairs, spawner, seed)
-    m2, t2, r2 = simulate(cfg, pairs, spawner, seed)
+    m1, t1, r1, _ = simulate(cfg, pairs, spawner, seed)
+    m2, t2, r2, _ = simulate(cfg, pairs, spawner, seed)
     assert t1 == t2 and r1 == r2
     assert m1.cpu_stats() == m2.cpu_stats()
     assert json.dumps(m1.tracer.document()) == json.dumps(m2.tracer.document())

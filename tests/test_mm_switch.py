@@ -47,6 +47,6 @@ def test_pi_futex_threads_share_one_mm():
     data["kernel"]["locks"] = {}
     data["workload"] = {"kind": "pi_futex", "threads": 3, "critical_section": 47, "duration": "1 ms"}
     m, _ = sc.build(sc.validate(data, cat), cat, seed=1)
-    threads = [t for t in m.tasks if t.name.startswith("pi-")]
+    threads = [t for t in m.tasks.values() if t.name.startswith("pi-")]
     assert len(threads) == 3 and len({t.mm for t in threads}) == 1 and threads[0].mm != 0
-    assert all(t.mm == 0 for t in m.tasks if t.kthread)
+    assert all(t.mm == 0 for t in m.tasks.values() if t.kthread)

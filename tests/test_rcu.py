@@ -15,6 +15,8 @@ from sim.params import Costs, KernelConfig, MachineConfig
 from sim.rng import Streams
 from sim.units import MS, US
 
+from .helpers import every_task
+
 
 def machine(ncpu=2, hz=1000, wake_affine="prev", **rcu):
     env = Env()
@@ -95,7 +97,7 @@ def test_rcu_expedited_knob_and_rcu_normal_wins():
 def test_v313_expedited_runs_a_stopper_on_every_cpu():
     m, r = machine(ncpu=3, hz=250, era="v3.13")
     run_script(m, [SynchronizeRcuExpedited(), SynchronizeRcuExpedited()])
-    stoppers = [t for t in m.tasks if t.name.startswith("migration/")]
+    stoppers = [t for t in m.tasks.values() if t.name.startswith("migration/")]
     assert len(stoppers) == 3 and all(t.prio == 99 for t in stoppers)
     assert r.exp_gps == 2
 
@@ -104,12 +106,13 @@ def test_v6_expedited_gp_is_driven_by_the_worker_kthread():
     # synchronize_rcu_expedited() queues the GP on rcu_exp_gp_kthread_worker and sleeps;
     # the worker (SCHED_OTHER without CONFIG_RCU_EXP_KTHREAD) IPIs, waits and wakes it
     m, r = machine(ncpu=2, hz=250)
+    tasks = every_task(m)
     times = run_script(m, [cpu(100 * US), SynchronizeRcuExpedited(), SynchronizeRcuExpedited()])
-    (kw,) = [t for t in m.tasks if t.name == "rcu_exp_gp_kthread_worker"]
+    (kw,) = [t for t in m.tasks.values() if t.name == "rcu_exp_gp_kthread_worker"]
     assert kw.kthread and kw.policy == "other" and kw.affinity is None
     assert r.exp_gps == 2 and r.gps == 0
     assert kw.wakeups == 2  # created at the first GP, woken for the second
-    caller = next(t for t in m.tasks if t.name == "caller")
+    caller = next(t for t in tasks() if t.name == "caller")
     assert caller.wakeups >= 3  # spawn, then woken by the worker after each GP
     # each wait includes the worker's wakeup and the requester's: more than two wakeup costs
     assert all(t > 2 * m.costs.wakeup for t in times[1:])
@@ -126,7 +129,7 @@ def test_v6_isolated_expedited_gp_crosses_cpus_only_where_the_kernel_does(rule):
     # requester is woken locally: no IPI, no idle exit.
     m, r = machine(ncpu=2, hz=250, wake_affine=rule)
     times = run_script(m, [cpu(100 * US), SynchronizeRcuExpedited(), cpu(2 * MS), SynchronizeRcuExpedited()])
-    (kw,) = [t for t in m.tasks if t.name == "rcu_exp_gp_kthread_worker"]
+    (kw,) = [t for t in m.tasks.values() if t.name == "rcu_exp_gp_kthread_worker"]
     exits = sum(c.idle_exits for c in m.cpus)
     if rule == "pack":
         assert kw.cpu == 0 and times[3] < m.costs.idle_exit
@@ -162,7 +165,7 @@ def test_v6_expedited_requests_during_a_gp_share_the_next_one():
 def test_exp_kthread_makes_the_worker_sched_fifo_and_is_v6_only():
     m, r = machine(ncpu=2, hz=250, exp_kthread=True)
     run_script(m, [SynchronizeRcuExpedited()])
-    (kw,) = [t for t in m.tasks if t.name == "rcu_exp_gp_kthread_worker"]
+    (kw,) = [t for t in m.tasks.values() if t.name == "rcu_exp_gp_kthread_worker"]
     assert kw.policy == "fifo" and kw.prio == 1  # kthread_prio with CONFIG_RCU_BOOST
     with pytest.raises(ConfigError, match="exp_kthread"):
         RcuConfig(era="v3.13", exp_kthread=True).check("kernel.rcu")
@@ -174,7 +177,7 @@ def test_offloaded_callbacks_run_in_kthreads(era):
     run_script(m, [CallRcu(count=40), SynchronizeRcu(), RcuBarrier()])
     assert r.cbs_invoked == r.cbs_queued > 40
     assert r.cbs_invoked_softirq == 0
-    names = {t.name for t in m.tasks if t.kthread}
+    names = {t.name for t in m.tasks.values() if t.kthread}
     if era == "v3.13":
         assert {f"rcuos/{i}" for i in range(4)} <= names
     else:
@@ -280,7 +283,7 @@ def _netns_ops(paths, body, at_exit):
 
     scn = story.scenario(4, "none", "add+exec", paths=paths, routers=1)
     m, wl = sc.build(scn, __import__("models").catalog())
-    task = m.tasks[0]
+    task = next(iter(m.tasks.values()))
     return list(wl._program(getattr(wl, body), getattr(wl, at_exit))(task))
 
 

@@ -15,7 +15,7 @@ from sim.params import KernelConfig, MachineConfig
 from sim.rng import Streams
 from sim.units import MS
 
-from .helpers import ZERO_COSTS
+from .helpers import ZERO_COSTS, every_task
 from .test_engine_properties import check_invariants, scenarios
 
 
@@ -170,8 +170,9 @@ def test_fork_2624_starts_the_child_on_the_parents_cpu_and_runs_it_first(fork, w
         yield cpu(1 * MS)
 
     m.spawn(parent, "parent", affinity=[0])
+    tasks = every_task(m)
     run(m, 3 * MS)
-    kid = next(t for t in m.tasks if t.name == "child")
+    kid = next(t for t in tasks() if t.name == "child")
     assert kid.ran_cpu == want_cpu
     if fork == "2.6.24":
         assert [who for who, _ in order] == ["child", "parent"]
@@ -198,7 +199,7 @@ def test_active_balance_pushes_one_task_through_the_migration_thread():
     m = build((3, 1))
     run(m, 1 * MS)
     c0, c1 = m.cpus
-    for t in m.tasks:
+    for t in m.tasks.values():
         t.last_ran, t.run_ns = m.env.now, max(t.run_ns, 1)  # everything cache-hot
     assert m._move_tasks_2624(c1, c0, 1024) == (0, False)  # a plain pass moves nothing
     c0.active_balance, c0.push_cpu = True, 1

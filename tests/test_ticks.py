@@ -443,12 +443,12 @@ def test_the_other_processes_run_as_often_as_measured_from_a_cpu_each_seed_draws
     runs = {}
     for seed in range(1, 9):
         m = _other_processes(seed)
-        (t,) = [x for x in m.tasks if x.name == "other-processes"]
+        (t,) = [x for x in m.tasks.values() if x.name == "other-processes"]
         # 40 a second for 2 s: about 80 sleeps (Poisson: 55-105 here), each run 20 us of work
         assert 55 <= t.nvcsw <= 105 and t.run_ns == pytest.approx(20_000 * t.nvcsw, abs=20_000)
         runs[seed] = (t.cpu, t.nvcsw)
     # an idle machine keeps it where it started, and the seeds start it on either CPU
     assert {cpu_ for cpu_, _ in runs.values()} == {0, 1}
-    (again,) = _other_processes(1).tasks
+    (again,) = _other_processes(1).tasks.values()
     assert runs[1] == (again.cpu, again.nvcsw)  # same seed, same run
-    assert not [x for x in _other_processes(1, rate=0).tasks]
+    assert not [x for x in _other_processes(1, rate=0).tasks.values()]

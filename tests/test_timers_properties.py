@@ -121,7 +121,7 @@ def check(m, model):
     assert not open_, f"lost timers: {open_}"
     assert all(n <= 1 for n in fired_per_arm.values())
     # every task ended (its schedule_timeout wakeups were not lost)
-    assert all(t.state == 2 for t in m.tasks if not t.kthread), [t for t in m.tasks if t.state != 2]
+    assert all(t.state == 2 for t in m.tasks.values() if not t.kthread), [t for t in m.tasks.values() if t.state != 2]
     if model.tmigr is not None:
         model.tmigr.check()
         # every CPU's queued event belongs to an idle CPU and nothing due is left behind
