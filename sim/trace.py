@@ -20,14 +20,32 @@ MODEL_PID = 2
 
 
 class Tracer:
-    """Collects trace events in memory; :meth:`write` emits them in a stable order."""
+    """Collects trace events in memory; :meth:`write` emits them in a stable order.
+
+    An event is kept as a tuple of its fields, in integer nanoseconds, and becomes the format's
+    dict only when it is written or read through :attr:`events`: a dict per event cost about 470
+    bytes, the tuple about half (benchmarks/memory.py --trace), and a traced run of a large
+    scenario keeps millions. At most ``limit`` events are kept; later ones are counted in
+    :attr:`dropped` (and in the file's ``otherData``).
+    """
 
     def __init__(self, limit: int = 5_000_000) -> None:
-        self.events: list[dict[str, Any]] = []
+        # ("X", name, pid, tid, start_ns, end_ns, cat, args) | ("i", name, pid, tid, t_ns, args)
+        # | ("C", name, pid, t_ns, values)
+        self._events: list[tuple[Any, ...]] = []
         self._tracks: dict[str, int] = {}
         self._meta: list[dict[str, Any]] = []
         self.limit = limit
         self.dropped = 0
+
+    def __len__(self) -> int:
+        """Events kept."""
+        return len(self._events)
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The kept events as the format's dicts (built on each call: for tests and tools)."""
+        return [_as_dict(e) for e in self._events]
 
     def track(self, name: str, pid: int = MODEL_PID, sort: int | None = None) -> int:
         """The thread id of the named track, created on first use."""
@@ -46,9 +64,9 @@ class Tracer:
             )
         return tid
 
-    def _add(self, ev: dict[str, Any]) -> None:
-        if len(self.events) < self.limit:
-            self.events.append(ev)
+    def _add(self, ev: tuple[Any, ...]) -> None:
+        if len(self._events) < self.limit:
+            self._events.append(ev)
         else:
             self.dropped += 1
 
@@ -62,6 +80,57 @@ class Tracer:
         cat: str = "",
         args: dict[str, Any] | None = None,
     ) -> None:
+        self._add(("X", name, pid, tid, start_ns, end_ns, cat, args))
+
+    def instant(self, tid: int, name: str, t_ns: int, pid: int = CPU_PID, args: dict[str, Any] | None = None) -> None:
+        self._add(("i", name, pid, tid, t_ns, args))
+
+    def counter(self, name: str, t_ns: int, values: dict[str, float], pid: int = CPU_PID) -> None:
+        self._add(("C", name, pid, t_ns, values))
+
+    def _head(self) -> list[dict[str, Any]]:
+        procs = [
+            {"ph": "M", "name": "process_name", "pid": CPU_PID, "args": {"name": "CPUs"}},
+            {"ph": "M", "name": "process_name", "pid": MODEL_PID, "args": {"name": "kernel mechanisms"}},
+        ]
+        return procs + self._meta
+
+    def _tail(self) -> dict[str, Any]:
+        tail: dict[str, Any] = {"displayTimeUnit": "ns"}
+        if self.dropped:
+            tail["otherData"] = {"dropped_events": self.dropped, "limit": self.limit}
+        return tail
+
+    def document(self) -> dict[str, Any]:
+        """The whole trace as one JSON-ready dict (every event a dict: :meth:`write` does not
+        build this)."""
+        return {"traceEvents": self._head() + self.events, **self._tail()}
+
+    def write(self, fp: IO[str], batch: int = 20_000) -> None:
+        """Write the trace as JSON, the same text as ``json.dump(self.document(), fp,
+        separators=(",", ":"))``, turning ``batch`` events into dicts at a time."""
+        dumps = json.JSONEncoder(separators=(",", ":")).encode
+        fp.write('{"traceEvents":[')
+        fp.write(dumps(self._head())[1:-1])
+        first = not self._head()
+        evs = self._events
+        for i in range(0, len(evs), batch):
+            text = dumps([_as_dict(e) for e in evs[i : i + batch]])[1:-1]
+            if not first:
+                fp.write(",")
+            fp.write(text)
+            first = False
+        fp.write("]")
+        for key, value in self._tail().items():
+            fp.write(f",{dumps(key)}:{dumps(value)}")
+        fp.write("}")
+
+
+def _as_dict(e: tuple[Any, ...]) -> dict[str, Any]:
+    """One kept event as the format's dict (timestamps and durations in microseconds)."""
+    ph = e[0]
+    if ph == "X":
+        _, name, pid, tid, start_ns, end_ns, cat, args = e
         ev: dict[str, Any] = {
             "ph": "X",
             "name": name,
@@ -74,26 +143,12 @@ class Tracer:
             ev["cat"] = cat
         if args:
             ev["args"] = args
-        self._add(ev)
-
-    def instant(self, tid: int, name: str, t_ns: int, pid: int = CPU_PID, args: dict[str, Any] | None = None) -> None:
-        ev: dict[str, Any] = {"ph": "i", "s": "t", "name": name, "pid": pid, "tid": tid, "ts": t_ns / 1000.0}
+        return ev
+    if ph == "i":
+        _, name, pid, tid, t_ns, args = e
+        ev = {"ph": "i", "s": "t", "name": name, "pid": pid, "tid": tid, "ts": t_ns / 1000.0}
         if args:
             ev["args"] = args
-        self._add(ev)
-
-    def counter(self, name: str, t_ns: int, values: dict[str, float], pid: int = CPU_PID) -> None:
-        self._add({"ph": "C", "name": name, "pid": pid, "ts": t_ns / 1000.0, "args": values})
-
-    def document(self) -> dict[str, Any]:
-        procs = [
-            {"ph": "M", "name": "process_name", "pid": CPU_PID, "args": {"name": "CPUs"}},
-            {"ph": "M", "name": "process_name", "pid": MODEL_PID, "args": {"name": "kernel mechanisms"}},
-        ]
-        doc: dict[str, Any] = {"traceEvents": procs + self._meta + self.events, "displayTimeUnit": "ns"}
-        if self.dropped:
-            doc["otherData"] = {"dropped_events": self.dropped, "limit": self.limit}
-        return doc
-
-    def write(self, fp: IO[str]) -> None:
-        json.dump(self.document(), fp, separators=(",", ":"))
+        return ev
+    _, name, pid, t_ns, values = e
+    return {"ph": "C", "name": name, "pid": pid, "ts": t_ns / 1000.0, "args": values}

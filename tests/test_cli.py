@@ -60,6 +60,26 @@ def test_trace_file_parses_and_has_cpu_tracks(tmp_path, capsys):
     assert {"X", "i", "M"} <= kinds
 
 
+def test_trace_limit_keeps_the_first_events_and_says_how_many_were_dropped(tmp_path, capsys):
+    full, cut = tmp_path / "full.json", tmp_path / "cut.json"
+    rc, _, err = run_cli(["run", "messaging-demo", "--trace", str(full), *SMALL], capsys)
+    assert rc == 0 and "dropped" not in err
+    rc, _, err = run_cli(["run", "messaging-demo", "--trace", str(cut), "--trace-limit", "40", *SMALL], capsys)
+    assert rc == 0
+    whole, head = json.loads(full.read_text()), json.loads(cut.read_text())
+    kept = [e for e in head["traceEvents"] if e["ph"] != "M"]
+    events = [e for e in whole["traceEvents"] if e["ph"] != "M"]
+    assert kept == events[:40]
+    assert head["otherData"] == {"dropped_events": len(events) - 40, "limit": 40}
+    assert f"dropped {len(events) - 40:,} later ones; --trace-limit {len(events)} keeps them all" in err
+    for bad, says in (
+        (["--trace-limit", "0", "--trace", str(cut)], "must be at least 1"),
+        (["--trace-limit", "5"], "given without --trace"),
+    ):
+        rc, _, err = run_cli(["run", "messaging-demo", *bad, *SMALL], capsys)
+        assert rc == 2 and f"--trace-limit: {says}" in err, err
+
+
 BAD = {
     "unknown key": ("[machine]\ncpus = 2\ncolor = 'red'\n[workload]\nkind = 'messaging'\n", "machine.color: unknown key"),
     "wrong type": ("[machine]\ncpus = 'four'\n[workload]\nkind = 'messaging'\n", "machine.cpus: expected an integer"),

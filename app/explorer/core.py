@@ -531,7 +531,7 @@ def run_toml(
         return RunOutput(res.to_json())
     buf = io.StringIO()
     tracer.write(buf)
-    return RunOutput(res.to_json(), buf.getvalue().encode("utf-8"), len(tracer.events), tracer.dropped)
+    return RunOutput(res.to_json(), buf.getvalue().encode("utf-8"), len(tracer), tracer.dropped)
 
 
 # ---------------------------------------------------------------------------------- tables

@@ -14,6 +14,7 @@ from sim.trace import Tracer
 from ..common import Progress, catalog, check_outputs, parse_sets, print_result, resolve_scenario
 
 VERB = "run"
+TRACE_LIMIT = 5_000_000
 SUMMARY = """simulate a scenario (a .toml file or a bundled name) and print its
 throughput, per-CPU utilisation, switches and latency percentiles;
 --json for one JSON object, --trace FILE for a Perfetto trace"""
@@ -36,6 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a measured profile: use the params file calibrated from it (PROFILE-params.toml), or calibrate now",
     )
     r.add_argument("--trace", metavar="FILE", help="write a Chrome trace-event JSON file (opens in Perfetto)")
+    r.add_argument(
+        "--trace-limit",
+        type=int,
+        metavar="N",
+        help=f"trace events kept, the first N (default {TRACE_LIMIT:,}: about 1 GiB of memory while the run lasts); "
+        "later ones are counted, not kept",
+    )
     r.add_argument("--json", action="store_true", help="print the result as one JSON object")
     r.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     r.set_defaults(fn=cmd_run)
@@ -47,6 +55,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         overrides["scenario.seed"] = args.seed
     path = resolve_scenario(args.scenario)
+    if args.trace_limit is not None:
+        if args.trace is None:
+            raise ConfigError("--trace-limit", "given without --trace", "add --trace FILE, or leave --trace-limit out")
+        if args.trace_limit < 1:
+            raise ConfigError(
+                "--trace-limit", f"must be at least 1, got {args.trace_limit}", "give the number of trace events to keep"
+            )
     if args.trace is not None:
         from calibration.params import sibling_params
 
@@ -68,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if params is not None and exc.field not in overrides and params.holds(exc.field):
             raise ConfigError(f"{params.source}: {exc.field}", exc.problem, exc.fix) from None
         raise
-    tracer = Tracer() if args.trace else None
+    tracer = Tracer(limit=args.trace_limit or TRACE_LIMIT) if args.trace else None
     prog = Progress(scn.meta.name, not args.no_progress)
     try:
         res = sc.run(scn, cat, tracer=tracer, progress=prog)
@@ -86,5 +101,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print_result(res, sys.stdout)
         if tracer is not None:
-            print(f"trace: {args.trace} ({len(tracer.events):,} events; open it at ui.perfetto.dev)")
+            print(f"trace: {args.trace} ({len(tracer):,} events; open it at ui.perfetto.dev)")
+    if tracer is not None and tracer.dropped:
+        print(
+            f"trace: kept the first {len(tracer):,} events and dropped {tracer.dropped:,} later ones; "
+            f"--trace-limit {len(tracer) + tracer.dropped} keeps them all",
+            file=sys.stderr,
+        )
     return 0

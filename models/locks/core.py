@@ -161,7 +161,7 @@ def _after(cpu: CPU, t: Task, op: Unlock) -> int:
 class KernelLock:
     """Base of the lock implementations: an owner, counters, and the model's services."""
 
-    __slots__ = ("model", "name", "stats", "owner", "since", "track", "idx")
+    __slots__ = ("model", "name", "stats", "owner", "since", "track", "trace_args", "idx")
     kind = "lock"
 
     def __init__(self, model: LockModel, name: str, stats: LockClassStats, spins: bool = True) -> None:
@@ -171,6 +171,7 @@ class KernelLock:
         self.owner: Task | None = None
         self.since = 0  # when the current owner (or pending owner) got the lock, if tracing
         self.track = 0  # its trace track, made on first use
+        self.trace_args: dict[str, str] = {}  # its spans' args, one dict shared by all of them
         self.idx = len(model.locks)  # creation order: the tracks' order
         # the context-switch hook notices the spinners of a switched-out owner's locks: only a
         # lock that can have spinners (``spins``) needs it
@@ -214,8 +215,9 @@ class KernelLock:
         assert tracer is not None
         if not self.track:
             self.track = tracer.track(f"lock {self.name}", sort=LOCK_TRACK_SORT + self.idx)
+            self.trace_args = {"class": self.stats.name}
         now = self.model.env._now
-        tracer.span(self.track, name, self.since, now, pid=MODEL_PID, cat=cat, args={"class": self.stats.name})
+        tracer.span(self.track, name, self.since, now, pid=MODEL_PID, cat=cat, args=self.trace_args)
         self.since = now
 
     def _start_spin(self, t: Task, spinners: list[Task], delay: int) -> None:
