@@ -92,7 +92,7 @@ def child(name: str, knob: str, value: object, trace: bool, top: int) -> dict:
         "wall_s": wall,
         "before_kib": before,
         "peak_kib": peak,
-        "trace_events": len(tracer.events) if tracer is not None else 0,
+        "trace_events": len(tracer) if tracer is not None else 0,
         "top": [],
     }
     if top:
