@@ -12,7 +12,7 @@ from typing import Any
 from calibration import prescreen, sweep
 from sim.errors import ConfigError
 
-from ..common import parse_sets
+from ..common import check_outputs, parse_sets
 
 VERB = "compare"
 SUMMARY = """pre-screen a patch: run the baseline and the patched scenario over
@@ -60,6 +60,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--workers", type=int, help="local worker processes (default: all cores)")
     c.add_argument(
         "--scheduler", metavar="ADDRESS", help="run on this Dask scheduler (default: $DASK_SCHEDULER_ADDRESS, else locally)"
+    )
+    c.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="draw each metric's effect with its interval against the model's error (.png, .svg or .pdf)",
     )
     c.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
     c.add_argument("--no-progress", action="store_true", help="never show a progress bar")
@@ -187,6 +192,11 @@ def print_comparison(cmp: prescreen.Comparison, out) -> None:  # type: ignore[no
 
 def cmd_compare(args: argparse.Namespace) -> int:
     metrics, declared = _metrics(args.metric)
+    if args.plot is not None:
+        from ..plots import check_plot_path
+
+        check_plot_path("--plot", args.plot)
+        check_outputs([("--plot", args.plot)], [args.base, args.patch, args.validation])
     cat = sweep.catalog()
     arms = prescreen.prepare(args.base, args.patch, parse_sets(args.set or []), cat)
     if args.story:
@@ -216,9 +226,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     finally:
         bar.close()
+    if args.plot is not None:
+        from ..plots import compare_figure, save
+
+        try:
+            save(compare_figure(cmp), args.plot)
+        except OSError as exc:
+            raise ConfigError("--plot", f"cannot write {args.plot}: {exc.strerror}", "choose a writable path") from None
     if args.json:
         json.dump(cmp.to_json(), sys.stdout)
         sys.stdout.write("\n")
     else:
         print_comparison(cmp, sys.stdout)
+        if args.plot is not None:
+            print(f"plot: {args.plot}")
     return 0

@@ -12,12 +12,14 @@ from sim.errors import ConfigError
 from sim.trace import Tracer
 
 from ..common import Progress, catalog, check_outputs, parse_sets, print_result, resolve_scenario
+from ..plots import check_plot_path
 
 VERB = "run"
 TRACE_LIMIT = 5_000_000
 SUMMARY = """simulate a scenario (a .toml file or a bundled name) and print its
 throughput, per-CPU utilisation, switches and latency percentiles;
---json for one JSON object, --trace FILE for a Perfetto trace"""
+--json for one JSON object, --plot FILE for a figure, --trace FILE for a
+Perfetto trace"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,6 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"trace events kept, the first N (default {TRACE_LIMIT:,}: about 1 GiB of memory while the run lasts); "
         "later ones are counted, not kept",
     )
+    r.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="draw the run (.png, .svg or .pdf): where each CPU's time went, the workload's series, latency percentiles",
+    )
     r.add_argument("--json", action="store_true", help="print the result as one JSON object")
     r.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     r.set_defaults(fn=cmd_run)
@@ -62,11 +69,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise ConfigError(
                 "--trace-limit", f"must be at least 1, got {args.trace_limit}", "give the number of trace events to keep"
             )
-    if args.trace is not None:
+    check_plot_path("--plot", args.plot)
+    if args.trace is not None or args.plot is not None:
         from calibration.params import sibling_params
 
         inputs = [path, args.params, args.profile, sibling_params(args.profile) if args.profile else None]
-        check_outputs([("--trace", args.trace)], inputs)
+        check_outputs([("--trace", args.trace), ("--plot", args.plot)], inputs)
     data = sc.load(path)
     params = None
     if args.params or args.profile:
@@ -95,6 +103,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                 tracer.write(fp)
         except OSError as exc:
             raise ConfigError("--trace", f"cannot write {args.trace}: {exc.strerror}") from None
+    if args.plot is not None:
+        from ..plots import run_figure, save
+
+        try:
+            save(run_figure(res.to_json()), args.plot)
+        except OSError as exc:
+            raise ConfigError("--plot", f"cannot write {args.plot}: {exc.strerror}", "choose a writable path") from None
     if args.json:
         json.dump(res.to_json(), sys.stdout, sort_keys=False)
         sys.stdout.write("\n")
@@ -102,6 +117,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print_result(res, sys.stdout)
         if tracer is not None:
             print(f"trace: {args.trace} ({len(tracer):,} events; open it at ui.perfetto.dev)")
+        if args.plot is not None:
+            print(f"plot: {args.plot}")
     if tracer is not None and tracer.dropped:
         print(
             f"trace: kept the first {len(tracer):,} events and dropped {tracer.dropped:,} later ones; "

@@ -47,6 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     v.add_argument("--json", action="store_true", help='print {"rows": [...]}')
     v.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="draw every row's error against its target band (.png, .svg or .pdf)",
+    )
+    v.add_argument(
         "--check",
         action="store_true",
         help="exit 1 if a predicted row misses its target or a fitted row has drifted from its anchor (stale fit)",
@@ -191,6 +196,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
         )
     if args.workers is not None and args.workers < 1:
         raise ConfigError("--workers", f"{args.workers} is below 1", "use at least one worker")
+    if args.plot is not None:
+        from ..common import check_outputs
+        from ..plots import check_plot_path
+
+        check_plot_path("--plot", args.plot)
+        check_outputs([("--plot", args.plot)], [*profile_paths, args.params])
     show = not args.no_progress
     rows = collect_rows(names, args.seeds, args.workers, show)
     pending: list[str] = []
@@ -211,6 +222,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         rows += rows_p
         pending += [p for p in pending_p if p not in pending]
     spread = spreads(rows)
+    if args.plot is not None:
+        from ..plots import save, validate_figure
+
+        try:
+            save(validate_figure(rows), args.plot)
+        except OSError as exc:
+            raise ConfigError("--plot", f"cannot write {args.plot}: {exc.strerror}", "choose a writable path") from None
     if args.json:
         doc: dict[str, object] = {"rows": [r.to_json() for r in rows], "pending": pending}
         if spread:
@@ -225,6 +243,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print_spreads(spread, sys.stdout)
         for p in pending:
             print(f"not yet validated: {p}")
+        if args.plot is not None:
+            print(f"plot: {args.plot}")
         for r in rows:
             if r.role == "fitted" and not r.ok:
                 module = r.story.replace("-", "_")
