@@ -771,6 +771,11 @@ def _samples(profile: Profile, q: str) -> tuple[np.ndarray, float]:
     return arr, float(full) if full is not None else float(np.median(arr))
 
 
+MIN_SAMPLES = 20
+"""Below this many stored samples a quantity's resampled medians (the bootstrap) and spread
+(jitter_cv) are too coarse to trust, and calibrate says so (``collect --max-samples`` caps
+what the collector stores; ``--quick`` stores at least 30)."""
+
 CHECK_ONLY = frozenset({"wake_1us", "wake_4us", "wake_40us"})
 """Quantities read only for :data:`CHECKS` rows: no estimate uses them (optional: collector 0.12.0)."""
 OPTIONAL = {"write_after_sleep", *CHECK_ONLY}
@@ -1064,6 +1069,12 @@ def calibrate(
             "so wakeup includes the slower first write after an idle period; re-collect pipe_costs"
         )
     loaded = {q: _samples(profile, q) for q in needed}
+    few = [f"{q} {v.size}" for q, (v, _) in loaded.items() if v.size < MIN_SAMPLES]
+    if few:
+        warnings.append(
+            f"few stored samples ({', '.join(few)}; fewer than {MIN_SAMPLES}): the bootstrap intervals and jitter_cv "
+            "rest on them and are rough; re-collect with the default --max-samples"
+        )
     # the bootstrap resamples what the estimates use, not the check-only quantities (so that a
     # check added to CHECKS leaves every interval as it was)
     samples = {q: v for q, (v, _) in loaded.items() if q not in CHECK_ONLY}

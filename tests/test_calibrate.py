@@ -481,6 +481,19 @@ def test_negative_mm_switch_difference_is_clamped_with_a_warning():
     assert len(warnings) == 1 and "negative" in warnings[0]
 
 
+def test_a_quantity_with_few_stored_samples_gets_a_warning():
+    # collect --max-samples 12: the fit still runs on the full medians, but the bootstrap and
+    # jitter_cv rest on the 12 stored samples, and calibrate says which quantities those are
+    raw = json.loads(DEFAULT_PROFILE.read_text())
+    few = copy.deepcopy(raw)
+    (series,) = [x for x in few["items"]["pipe_message"]["series"] if x["label"] == "same_cpu_stream"]
+    series["samples"] = series["samples"][:12]
+    cal = fit.calibrate(validate_profile(few, "few"), seeds=1, bootstrap=0)
+    (line,) = [w for w in cal.warnings if w.startswith("few stored samples")]
+    assert "(stream_same 12; fewer than 20)" in line and "--max-samples" in line
+    assert not [w for w in fit.calibrate(validate_profile(raw, "all"), seeds=1, bootstrap=0).warnings if "few stored" in w]
+
+
 def test_params_workload_tables_round_trip_and_apply_to_their_kind_only(cal, tmp_path):
     from calibration.params import apply_params
 
