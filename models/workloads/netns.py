@@ -41,8 +41,8 @@ number N of namespaces already created (each adds a bind mount under /var/run/ne
   periods per ``ip link add`` when the machine has more than one CPU.
 * ``ip link set lo up`` (inside the first ``ip netns exec``): ``dev_open`` and the NETDEV_UP
   notifiers (127.0.0.1 and ::1 with their routes), ``lo_up``; no RCU wait.
-* Every process queues the callbacks of its life: ``put_cred_rcu`` at exec, file frees at
-  exit, and at reaping ``delayed_put_task_struct``, ``delayed_put_pid`` and the credentials'
+* Every process queues the callbacks of its life: a file free as it starts (the loader's
+  unmapped ``/etc/ld.so.cache``), file frees at exit, and at reaping ``delayed_put_task_struct``, ``delayed_put_pid`` and the credentials'
   (kernel/exit.c, kernel/cred.c, fs/file_table.c).
 
 ``paths`` picks the kernel era of these paths: ``v3.8`` (nsproxy waits only, the 3.8/3.9 exit
@@ -209,7 +209,15 @@ class NetnsConfig:
         "against /bin/true, calibration/fit.py WORKLOAD_DIRECT) into the params' [workload.netns]",
     )
     callbacks_at_exec: int = knob(
-        1, doc="call_rcu per exec (put_cred_rcu of the old credentials)", min=0, max=1000, source="kernel/cred.c commit_creds"
+        1,
+        doc="call_rcu when a program starts (the dynamic loader unmaps /etc/ld.so.cache, the last reference to that "
+        "file: file_free_rcu)",
+        min=0,
+        max=1000,
+        source="glibc elf/rtld.c _dl_unload_cache -> munmap; v3.9 fs/file_table.c fput -> __fput -> file_free -> call_rcu. "
+        "Not commit_creds: the credentials an exec replaces stay referenced by the f_cred of the binary it opened "
+        "(fs/exec.c do_execve_common opens it before install_exec_creds; get_empty_filp takes current_cred()), so "
+        "their put_cred_rcu comes from that file's own callback at exit (docs/kernel/rcu-3.9rc-era.md §7)",
     )
     callbacks_at_exit: int = knob(
         2, doc="call_rcu per process exit (files it opened: file_free_rcu)", min=0, max=1000, source="fs/file_table.c (3.13)"
