@@ -449,7 +449,30 @@ def test_validation_tab_shows_published_and_simulated(monkeypatch):
     assert list(table["ok"]) == [True, False, False]
     assert any("miss their target" in w.value for w in at.warning)
     assert any("1 fitted anchor(s) drifted" in w.value and "netns_2014 --fit" in w.value for w in at.warning)
+    # the same rows as a chart: each error on its tolerance band, a miss red, a fitted anchor hollow
+    import pyarrow as pa
+
+    (chart,) = at.get("vega_lite_chart")
+    data = pa.ipc.open_stream(chart.proto.datasets[0].data.data).read_pandas().to_dict("records")
+    assert [(d["row"], d["error %"], d["within"], d["role"]) for d in data] == [
+        ("rate (4 CPU nocbno)", pytest.approx(2.5), "yes", "fitted"),
+        ("ratio (4 CPU)", pytest.approx(-60.0), "MISS", "predicted"),
+        ("rate (1 CPU nocbno)", pytest.approx(10.0), "MISS", "fitted"),
+    ]
+    assert [d["tolerance %"] for d in data] == pytest.approx([5.0, 25.0, 5.0])
     ui.cached_story_rows.clear()
+
+
+def test_validation_chart_cuts_a_huge_error_at_three_tolerances():
+    rows = [
+        {"metric": "a", "config": "", "role": "predicted", "rel_error": 10.23, "tolerance": 1.0, "ok": False},
+        {"metric": "b", "config": "x", "role": "predicted", "rel_error": -0.1, "tolerance": 0.25, "ok": True},
+        {"metric": "c", "config": "", "role": "predicted", "rel_error": None, "tolerance": 0.25, "ok": False},
+    ]
+    data, limit = core.validation_chart_rows(rows)
+    assert limit == 300.0 and [d["row"] for d in data] == ["a", "b (x)"]
+    assert data[0]["error % (drawn)"] == 300.0 and data[0]["clipped"] == "+1,023%"
+    assert data[1]["error % (drawn)"] == pytest.approx(-10.0) and not data[1]["clipped"]
 
 
 @pytest.mark.parametrize("story", sorted(content.STORY_PAGES))

@@ -1206,6 +1206,36 @@ def effect_chart_rows(comparison: Any) -> tuple[list[dict[str, Any]], float | No
     return rows, limit, domain
 
 
+def validation_chart_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+    """Validation rows (``Row.to_json()``) as the error chart draws them: the error and its
+    tolerance in %, whether the row is a miss, and the axis limit, three times the widest
+    tolerance (at least 30 %), where a larger error is drawn at the edge with its value written
+    beside it (``clipped``): the timers story's +1,000 % would flatten every other row."""
+    tols = [100.0 * r["tolerance"] for r in rows if isinstance(r.get("tolerance"), (int, float))]
+    limit = 3.0 * max([*tols, 10.0])
+    out = []
+    for r in rows:
+        err = r.get("rel_error")
+        if not isinstance(err, (int, float)) or not math.isfinite(err):
+            continue
+        e = 100.0 * err
+        tol = r.get("tolerance")
+        label = f"{r['metric']} ({r['config']})" if r.get("config") else str(r["metric"])
+        out.append(
+            {
+                "row": label,
+                "role": r.get("role", ""),
+                "error %": e,
+                "error % (drawn)": min(max(e, -limit), limit),
+                "tolerance %": 100.0 * tol if isinstance(tol, (int, float)) else None,
+                "minus tolerance %": -100.0 * tol if isinstance(tol, (int, float)) else None,
+                "within": "yes" if r.get("ok") else "MISS",
+                "clipped": f"{e:+,.0f}%" if abs(e) > limit else "",
+            }
+        )
+    return out, limit
+
+
 def _finite(v: float, default: float = 0.0) -> float:
     return v if isinstance(v, (int, float)) and math.isfinite(v) else default
 

@@ -637,6 +637,7 @@ def validation_tab(story: str, page: content.StoryPage, story_obj: Any) -> None:
         shown["rel_error"] = [f"{100 * v:+.1f}%" if isinstance(v, (int, float)) else "-" for v in df["rel_error"]]
         shown["tolerance"] = [f"±{100 * v:.0f}%" if isinstance(v, (int, float)) else "-" for v in df["tolerance"]]
         st.table(shown)
+        validation_chart(rows)
         stale = [r for r in rows if r.get("role") == "fitted" and not r.get("ok")]
         if stale:
             st.warning(
@@ -648,6 +649,37 @@ def validation_tab(story: str, page: content.StoryPage, story_obj: Any) -> None:
             st.warning(f"{len(misses)} predicted figure(s) miss their target: the model does not reproduce them yet.")
         else:
             st.success("Every predicted figure is within its target.")
+
+
+def validation_chart(rows: Sequence[Mapping[str, Any]]) -> None:
+    """Each row's error (dot: blue within its tolerance, red a miss; hollow for a fitted anchor)
+    on its tolerance band, the axis cut at :func:`core.validation_chart_rows`' limit."""
+    data, limit = core.validation_chart_rows(rows)
+    if not data:
+        return
+    frame = _frame(data)
+    axis = alt.Axis(labelLimit=0, labelOverlap=False)
+    base = alt.Chart(frame).encode(y=alt.Y("row:N", sort=None, title=None, axis=axis))
+    scale = alt.Scale(domain=[-1.1 * limit, 1.1 * limit], nice=False)
+    band = base.mark_bar(opacity=0.25, color="#54a24b", height=14).encode(
+        x=alt.X("minus tolerance %:Q", scale=scale, title="simulated vs reference (%)"), x2="tolerance %:Q"
+    )
+    colour = alt.Color("within:N", scale=alt.Scale(domain=["yes", "MISS"], range=["#4c78a8", "#e45756"]), title="within")
+    tips = ["row", "role", alt.Tooltip("error %:Q", format="+,.1f"), alt.Tooltip("tolerance %:Q", format=".0f"), "within"]
+    dots = base.mark_point(size=70, strokeWidth=2).encode(
+        x="error % (drawn):Q",
+        color=colour,
+        fill=alt.condition(alt.datum.role == "fitted", alt.value("white"), colour),
+        tooltip=tips,
+    )
+    cut = base.transform_filter(alt.datum.clipped != "").mark_text(align="right", dx=-10, fontWeight="bold")
+    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="black", strokeDash=[3, 3]).encode(x="x:Q")
+    chart = alt.layer(band, zero, dots, cut.encode(x="error % (drawn):Q", text="clipped:N"))
+    st.altair_chart(chart.properties(height=alt.Step(BAR_PX)), width="stretch")
+    st.caption(
+        "Each row's error against its tolerance (green band); red: a miss, hollow: a fitted anchor"
+        + (f"; errors beyond ±{limit:.0f}% are drawn at the edge with their value." if any(d["clipped"] for d in data) else ".")
+    )
 
 
 def try_it(prefix: str, page: content.StoryPage, available: Sequence[str]) -> None:
@@ -1203,6 +1235,7 @@ def machine_page() -> None:
             }
         )
         st.table(shown)
+        validation_chart(rows)
 
 
 def home_page() -> None:
