@@ -39,7 +39,10 @@ def parse_duration(value: object) -> int:
         m = _DURATION_RE.match(value)
         if m is None:
             raise DurationError(f"cannot read duration {value!r}; write a number and a unit (ns, us, ms, s), e.g. '2.5 us'")
-        return int(round(float(m.group(1)) * _UNITS[m.group(2)]))
+        ns = float(m.group(1)) * _UNITS[m.group(2)]
+        if ns in (float("inf"), float("-inf")):
+            raise DurationError(f"{value!r} is too large to be a duration; write it with a smaller number or unit")
+        return int(round(ns))
     raise DurationError(f"expected a duration such as '2 us' or an integer of ns, got {type(value).__name__}")
 
 

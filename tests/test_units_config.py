@@ -21,6 +21,8 @@ def test_parse_duration_units():
         parse_duration("3 fortnights")
     with pytest.raises(ValueError):
         parse_duration(True)
+    with pytest.raises(ValueError, match="too large"):
+        parse_duration("1e400 s")  # float('1e400') is inf: no OverflowError traceback
 
 
 def test_fmt_ns():
