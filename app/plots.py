@@ -247,3 +247,49 @@ def compare_figure(cmp: Comparison) -> Figure:
     )
     ax.grid(alpha=0.3, axis="x")
     return fig
+
+
+# ---------------------------------------------------------------------------------- sweep
+def sweep_figure(rows: Sequence[Mapping[str, str]], axes: Sequence[Any], metrics: Sequence[str], error_column: str) -> Figure:
+    """Each metric against the first grid axis, one line per combination of the other axes:
+    the mean over the replications, with their range as a bar when there are several.
+    ``rows`` are the sweep's rows (text, as in its file); failed runs are left out."""
+    from collections import defaultdict
+
+    first, rest = axes[0], list(axes[1:])
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in first.values)
+    xs_of = {t: (float(v) if numeric else float(i)) for i, (t, v) in enumerate(zip(first.texts, first.values, strict=True))}
+    ok = [r for r in rows if not r.get(error_column)]
+    fig, axs = _figure([2.8] * len(metrics))
+    for ax, metric in zip(axs, metrics, strict=True):
+        lines: dict[tuple[str, ...], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for r in ok:
+            try:
+                v = float(r[metric])
+            except (KeyError, ValueError):
+                continue
+            if math.isfinite(v):
+                lines[tuple(r.get(a.key, "") for a in rest)][r.get(first.key, "")].append(v)
+        for label, points in lines.items():
+            order = [t for t in first.texts if t in points]
+            x = [xs_of[t] for t in order]
+            mean = [sum(points[t]) / len(points[t]) for t in order]
+            name = ", ".join(f"{a.key}={v}" for a, v in zip(rest, label, strict=True)) or None
+            line = ax.plot(x, mean, marker="o", label=name)[0]
+            spread = [(min(points[t]), max(points[t])) for t in order]
+            if any(hi > lo for lo, hi in spread):
+                ax.vlines(x, [lo for lo, _ in spread], [hi for _, hi in spread], color=line.get_color(), alpha=0.6)
+        if not numeric:
+            ax.set_xticks(range(len(first.texts)), list(first.texts))
+        elif len(first.values) <= 12:
+            ax.set_xticks(sorted(xs_of.values()), [t for _, t in sorted((x, t) for t, x in xs_of.items())])
+        ax.set_xlabel(first.key)
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+        if rest and lines:
+            ax.legend(fontsize=8)
+    reps = max((int(r.get("replication", "0") or 0) for r in ok), default=0) + 1
+    axs[0].set_title(
+        f"mean of {reps} replication(s) per point" + (", bar: their range" if reps > 1 else ""), fontsize=9, loc="left"
+    )
+    return fig

@@ -66,6 +66,31 @@ def test_plot_refuses_an_unknown_format_before_running(tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
+def test_sweep_plot_draws_the_mean_of_the_replications_per_grid_point(tmp_path, capsys):
+    import csv
+
+    out, png = tmp_path / "s.csv", tmp_path / "s.png"
+    argv = ["sweep", "messaging-demo", "--set", "workload.groups=1", "--set", "workload.loops=5", "--grid", "machine.cpus=1,2"]
+    argv += ["--grid", "kernel.sched=cfs,eevdf", "-n", "2", "--out", str(out), "--plot", str(png), "--metric", "time_s"]
+    assert main([*argv, "--no-progress"]) == 0, capsys.readouterr().err
+    assert png.read_bytes()[:4] == b"\x89PNG" and f"plot: {png}" in capsys.readouterr().out
+    rows = list(csv.DictReader(out.open()))
+    from calibration import sweep as sw
+
+    axes = sw.parse_grid(["machine.cpus=1,2", "kernel.sched=cfs,eevdf"])
+    (ax,) = plots.sweep_figure(rows, axes, ["time_s"], sw.ERROR_COLUMN).axes
+    assert [line.get_label() for line in ax.lines] == ["kernel.sched=cfs", "kernel.sched=eevdf"]
+    for line, sched in zip(ax.lines, ("cfs", "eevdf"), strict=True):
+        for x, y in line.get_xydata():
+            runs = [float(r["time_s"]) for r in rows if r["kernel.sched"] == sched and r["machine.cpus"] == str(int(x))]
+            assert len(runs) == 2 and y == pytest.approx(sum(runs) / 2)
+    assert (
+        main(["sweep", "messaging-demo", "--grid", "machine.cpus=1,2", "--plot", str(tmp_path / "p.png"), "--metric", "nope"])
+        == 2
+    )
+    assert "--metric" in capsys.readouterr().err
+
+
 def _row(metric: str, ref: float, sim: float, role: str = "predicted", target: float | None = 0.25) -> Row:
     return Row("s", metric, "", ref, sim, "x", role, target, "test")  # type: ignore[arg-type]
 

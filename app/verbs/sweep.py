@@ -42,7 +42,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--out", metavar="FILE", help="FILE.csv or FILE.parquet (default: print a table, keep nothing)")
     s.add_argument("--workers", type=int, help="local worker processes (default: all cores)")
     s.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS, else local)")
-    s.add_argument("--metric", action="append", metavar="NAME", help="columns to show in the printed table (default: a few)")
+    s.add_argument(
+        "--metric", action="append", metavar="NAME", help="columns to show in the printed table and --plot (default: a few)"
+    )
+    s.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="draw the metrics against the first --grid key, a line per value of the others (.png, .svg or .pdf)",
+    )
     s.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     s.set_defaults(fn=cmd_sweep)
 
@@ -66,17 +73,21 @@ def check_metrics(summary: sw.SweepSummary, axes: list[sw.Axis], metrics: list[s
         raise ConfigError(exc.field, "is not a metric this sweep reports", exc.fix) from None
 
 
+def shown_metrics(summary: sw.SweepSummary, axes: list[sw.Axis], metrics: list[str] | None) -> list[str]:
+    """The metrics the table and the plot show: those asked for, else a few usual ones."""
+    present = metric_columns(summary, axes)
+    if metrics:
+        return [m for m in metrics if m in present]
+    preferred = ("time_s", "messages_per_s", "cpu_utilisation", "context_switches")
+    return [m for m in preferred if m in present][:4] or present[:4]
+
+
 def print_table(summary: sw.SweepSummary, axes: list[sw.Axis], metrics: list[str] | None, out) -> None:  # type: ignore[no-untyped-def]
     from rich.console import Console
     from rich.table import Table
 
     grid_cols = [a.key for a in axes]
-    present = metric_columns(summary, axes)
-    if metrics:
-        show = [m for m in metrics if m in present]
-    else:
-        preferred = ("time_s", "messages_per_s", "cpu_utilisation", "context_switches")
-        show = [m for m in preferred if m in present][:4] or present[:4]
+    show = shown_metrics(summary, axes, metrics)
     t = Table(title_justify="left")
     for c in (*grid_cols, "replication", *show):
         t.add_column(c, justify="left" if c in grid_cols else "right")
@@ -99,13 +110,19 @@ def print_table(summary: sw.SweepSummary, axes: list[sw.Axis], metrics: list[str
 def cmd_sweep(args: argparse.Namespace) -> int:
     from ..common import resolve_scenario
 
-    if args.metric and args.out:
+    if args.metric and args.out and not args.plot:
         raise ConfigError(
             "--metric",
-            "chooses the printed table's columns, and --out prints no table",
-            "leave --metric out: the file has every metric",
+            "chooses the printed table's (and --plot's) columns, and --out prints no table",
+            "leave --metric out: the file has every metric; or add --plot FILE",
         )
     axes = sw.parse_grid(args.grid)
+    if args.plot is not None:
+        from ..common import check_outputs
+        from ..plots import check_plot_path
+
+        check_plot_path("--plot", args.plot)
+        check_outputs([("--plot", args.plot)], [resolve_scenario(args.scenario), args.out])
     data = sc.load(resolve_scenario(args.scenario), parse_sets(args.set or []))
     bar = CountBar("sweep", not args.no_progress)
     try:
@@ -130,6 +147,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 130
     finally:
         bar.close()
+    if args.plot is not None:
+        check_metrics(summary, axes, args.metric)
+        _plot(summary, axes, args.metric, args.plot)
     if args.out:
         what = f"{summary.ran} run(s)" + (f", {summary.skipped} already done" if summary.skipped else "")
         fail = f", {summary.failed} failed (see the error column)" if summary.failed else ""
@@ -137,4 +157,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         check_metrics(summary, axes, args.metric)
         print_table(summary, axes, args.metric, sys.stdout)
+    if args.plot is not None:
+        print(f"plot: {args.plot}")
     return 1 if summary.failed else 0
+
+
+def _plot(summary: sw.SweepSummary, axes: list[sw.Axis], metrics: list[str] | None, path: str) -> None:
+    from ..plots import save, sweep_figure
+
+    show = shown_metrics(summary, axes, metrics)
+    if not show:
+        return  # every run failed: nothing to draw (the table or the file has the errors)
+    try:
+        save(sweep_figure(summary.rows, axes, show, sw.ERROR_COLUMN), path)
+    except OSError as exc:
+        raise ConfigError("--plot", f"cannot write {path}: {exc.strerror}", "choose a writable path") from None
