@@ -3,7 +3,8 @@
 ``run``: where each CPU's time went, the workload's series (the netns story's rate against
 routers created, the GP-latency distribution) and the latency percentiles. ``validate``: each
 row's error against its target band, fitted anchors and predictions apart. ``compare``: each
-metric's effect with its confidence interval against the noise band.
+metric's effect with its confidence interval against the band of the model's validated error.
+``sweep``: each metric against the first grid key, a line per value of the others.
 
 Drawn with matplotlib's Agg backend (no display needed). The files are reproducible: the same
 result gives the same bytes (SVG ids come from a fixed salt, and no file carries a date).
