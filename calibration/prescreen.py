@@ -70,6 +70,7 @@ DIRECTIONS: dict[str, Direction | None] = {
     "switches_per_message": "lower",
     "context_switches": "lower",
     "cpu_utilisation": None,  # neither: more can mean busier or more useful work
+    "sleeper_periods_per_s": None,  # the timers workload's own pace, set by the scenario
     "messages": None,
     "events": None,
 }
@@ -79,7 +80,8 @@ _LATENCY_STATS = (".mean", ".p50", ".p90", ".p99", ".max")
 def direction(metric: str, declared: Mapping[str, str] | None = None) -> Direction | None:
     """Which way is better for ``metric``: ``"lower"``, ``"higher"`` or None (unknown, or
     neither). ``declared`` (a patch's [metrics] table, ``--metric NAME:higher``) wins; then
-    the names above; then the name's shape: rates and throughputs (``*_per_s``, ``rate_*``)
+    the names above; then the name's shape: wakeups (idle, timer, wasted, rcuo: work and power
+    spent, also ``*wakeups_per_s``) lower, rates and throughputs (``*_per_s``, ``rate_*``)
     higher, latency statistics and durations (``*.p99``, ``*_ns``, ``*_s``) lower."""
     if declared and metric in declared:
         d = declared[metric]
@@ -87,6 +89,8 @@ def direction(metric: str, declared: Mapping[str, str] | None = None) -> Directi
     if metric in DIRECTIONS:
         return DIRECTIONS[metric]
     if metric.endswith(_LATENCY_STATS) or "latency" in metric:
+        return "lower"
+    if "wakeups" in metric:
         return "lower"
     if metric.endswith("_per_s") or "throughput" in metric or metric.startswith("rate_"):
         return "higher"

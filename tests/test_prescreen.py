@@ -155,6 +155,10 @@ def test_directions():
     assert d("message_latency_ns.p99") == "lower" and d("rate_at_500") == "higher"
     assert d("cpu_utilisation") is None and d("messages") is None
     assert d("widgets", {"widgets": "higher"}) == "higher"
+    # wakeups are work and power spent, per second too (the timers story: pull's 885 idle
+    # wakeups/s against push's 530 is the worse figure), unlike a throughput's *_per_s
+    assert d("timers.idle_wakeups_per_s") == "lower" and d("locks.wasted_wakeups") == "lower"
+    assert d("rcu.nocb_wakeups") == "lower" and d("sleeper_periods_per_s") is None
 
 
 def test_model_error_from_stories_and_rows():
