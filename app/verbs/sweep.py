@@ -147,9 +147,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 130
     finally:
         bar.close()
+    drawn = False
     if args.plot is not None:
         check_metrics(summary, axes, args.metric)
-        _plot(summary, axes, args.metric, args.plot)
+        drawn = _plot(summary, axes, args.metric, args.plot)
     if args.out:
         what = f"{summary.ran} run(s)" + (f", {summary.skipped} already done" if summary.skipped else "")
         fail = f", {summary.failed} failed (see the error column)" if summary.failed else ""
@@ -157,18 +158,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         check_metrics(summary, axes, args.metric)
         print_table(summary, axes, args.metric, sys.stdout)
-    if args.plot is not None:
+    if drawn:
         print(f"plot: {args.plot}")
+    elif args.plot is not None:
+        print(f"no plot: no run reported a metric ({args.plot} not written)", file=sys.stderr)
     return 1 if summary.failed else 0
 
 
-def _plot(summary: sw.SweepSummary, axes: list[sw.Axis], metrics: list[str] | None, path: str) -> None:
+def _plot(summary: sw.SweepSummary, axes: list[sw.Axis], metrics: list[str] | None, path: str) -> bool:
+    """Draw the sweep into ``path``; False when no run reported a metric (all failed)."""
     from ..plots import save, sweep_figure
 
     show = shown_metrics(summary, axes, metrics)
-    if not show:
-        return  # every run failed: nothing to draw (the table or the file has the errors)
+    if not show or all(r.get(sw.ERROR_COLUMN) for r in summary.rows):
+        return False  # nothing to draw: the table or the file has the errors
     try:
         save(sweep_figure(summary.rows, axes, show, sw.ERROR_COLUMN), path)
     except OSError as exc:
         raise ConfigError("--plot", f"cannot write {path}: {exc.strerror}", "choose a writable path") from None
+    return True
