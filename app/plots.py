@@ -138,7 +138,9 @@ def _latency_panel(ax: Any, latency: Mapping[str, Mapping[str, float]]) -> None:
     names = list(latency)
     marks = (("p50", "o", "#4c78a8"), ("p90", "s", "#f58518"), ("p99", "^", "#e45756"), ("max", "x", "#555555"))
     for key, marker, colour in marks:
-        ax.scatter([latency[n][key] / 1000.0 for n in names], names, marker=marker, color=colour, label=key, zorder=3)
+        # a log axis: a zero percentile (a latency below the clock's resolution) is left out
+        pts = [(latency[n][key] / 1000.0, i) for i, n in enumerate(names) if (latency[n].get(key) or 0) > 0]
+        ax.scatter([x for x, _ in pts], [i for _, i in pts], marker=marker, color=colour, label=key, zorder=3)
     ax.set_xscale("log")
     _plain_log_labels(ax.xaxis)
     ax.set_ylim(len(names) - 0.5, -0.5)
@@ -272,7 +274,7 @@ def sweep_figure(rows: Sequence[Mapping[str, str]], axes: Sequence[Any], metrics
             if math.isfinite(v):
                 lines[tuple(r.get(a.key, "") for a in rest)][r.get(first.key, "")].append(v)
         for label, points in lines.items():
-            order = [t for t in first.texts if t in points]
+            order = sorted((t for t in first.texts if t in points), key=xs_of.__getitem__)  # by x, not as typed
             x = [xs_of[t] for t in order]
             mean = [sum(points[t]) / len(points[t]) for t in order]
             name = ", ".join(f"{a.key}={v}" for a, v in zip(rest, label, strict=True)) or None

@@ -9,7 +9,8 @@ times the length keeps only what its statistics need (streaming histograms, coun
 ratio ``long / base`` should be near 1 whatever the scale. A ratio near the scale means
 something is kept per event or per task, which ``--top`` finds (tracemalloc's largest live
 allocation sites at the end of the long run, on the plain-Python engine: slow, and
-``RCUSIM_PURE=1`` so that the allocations have Python frames).
+``RCUSIM_PURE=1`` so that the allocations have Python frames; a third run, so that the two
+measured ones stay alike).
 
 A traced run (``rcusim run --trace``) keeps every span by design; ``--trace`` also prints what
 one trace event costs.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import subprocess
@@ -144,17 +146,19 @@ def main() -> int:
         knob, base = SIZES[name]
         long_value = scaled(base, a.scale)
         r1 = measure(name, knob, base)
-        r2 = measure(name, knob, long_value, top=a.top)
+        r2 = measure(name, knob, long_value)
         m1 = max(0, r1["peak_kib"] - r1["before_kib"]) / 1024
         m2 = max(0, r2["peak_kib"] - r2["before_kib"]) / 1024
-        ratio = m2 / m1 if m1 > 0 else float("nan")
+        ratio = m2 / m1 if m1 > 0 else (1.0 if m2 == 0 else math.inf)
         worst = max(worst, ratio)
         print(
             f"{name:22s} {knob}={base!s:>6} -> {long_value!s:>7}: events {r1['events']:>9,} -> {r2['events']:>10,}, "
             f"memory {m1:6.1f} -> {m2:6.1f} MiB (x{ratio:.2f} for x{r2['events'] / max(1, r1['events']):.1f} events), "
             f"{m2 * 2**20 / max(1, r2['events']):6.1f} B/event at the long size"
         )
-        for site in r2["top"]:
+        # the allocation sites come from a third run, plain Python under tracemalloc (slower and
+        # larger), so that the two runs above compare like with like
+        for site in measure(name, knob, long_value, top=a.top)["top"] if a.top else []:
             print(f"{'':24s}{site['bytes'] / 2**20:6.2f} MiB in {site['blocks']:,} blocks: {site['where']}")
         if a.trace:
             rt = measure(name, knob, base, trace=True)

@@ -776,6 +776,14 @@ MIN_SAMPLES = 20
 (jitter_cv) are too coarse to trust, and calibrate says so (``collect --max-samples`` caps
 what the collector stores; ``--quick`` stores at least 30)."""
 
+
+def _stored_samples(profile: Profile, q: str) -> int:
+    """How many samples of quantity ``q`` the profile stores (before any mode filter)."""
+    item, series = _where(q)
+    src = profile.series(item, series) if series else profile.item(item)
+    return len(src.samples)
+
+
 CHECK_ONLY = frozenset({"wake_1us", "wake_4us", "wake_40us"})
 """Quantities read only for :data:`CHECKS` rows: no estimate uses them (optional: collector 0.12.0)."""
 OPTIONAL = {"write_after_sleep", *CHECK_ONLY}
@@ -1069,7 +1077,8 @@ def calibrate(
             "so wakeup includes the slower first write after an idle period; re-collect pipe_costs"
         )
     loaded = {q: _samples(profile, q) for q in needed}
-    few = [f"{q} {v.size}" for q, (v, _) in loaded.items() if v.size < MIN_SAMPLES]
+    stored = {q: _stored_samples(profile, q) for q in loaded if q not in CHECK_ONLY}
+    few = [f"{q} {n}" for q, n in stored.items() if n < MIN_SAMPLES]
     if few:
         warnings.append(
             f"few stored samples ({', '.join(few)}; fewer than {MIN_SAMPLES}): the bootstrap intervals and jitter_cv "

@@ -91,6 +91,18 @@ def test_sweep_plot_draws_the_mean_of_the_replications_per_grid_point(tmp_path, 
     assert "--metric" in capsys.readouterr().err
 
 
+def test_sweep_lines_join_the_points_in_the_order_of_their_values():
+    from calibration import sweep as sw
+
+    axes = sw.parse_grid(["machine.cpus=4,1,2"])  # typed out of order
+    rows = [
+        {"machine.cpus": c, "replication": "0", "time_s": t, sw.ERROR_COLUMN: ""} for c, t in (("4", "1"), ("1", "4"), ("2", "2"))
+    ]
+    rows.append({"machine.cpus": "2", "replication": "1", "time_s": "nan", sw.ERROR_COLUMN: ""})  # not drawn
+    (ax,) = plots.sweep_figure(rows, axes, ["time_s"], sw.ERROR_COLUMN).axes
+    assert ax.lines[0].get_xydata().tolist() == [[1.0, 4.0], [2.0, 2.0], [4.0, 1.0]]
+
+
 def _row(metric: str, ref: float, sim: float, role: str = "predicted", target: float | None = 0.25) -> Row:
     return Row("s", metric, "", ref, sim, "x", role, target, "test")  # type: ignore[arg-type]
 

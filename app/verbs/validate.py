@@ -222,7 +222,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         rows += rows_p
         pending += [p for p in pending_p if p not in pending]
     spread = spreads(rows)
-    if args.plot is not None:
+    if args.plot is not None and rows:
         from ..plots import save, validate_figure
 
         try:
@@ -244,7 +244,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for p in pending:
             print(f"not yet validated: {p}")
         if args.plot is not None:
-            print(f"plot: {args.plot}")
+            print(f"plot: {args.plot}" if rows else f"no plot: no row to draw ({args.plot} not written)")
         for r in rows:
             if r.role == "fitted" and not r.ok:
                 module = r.story.replace("-", "_")
