@@ -164,10 +164,13 @@ def test_quick_run_parses_and_has_every_item(collector, tmp_path):
         assert profile["items"][name]["status"] == "skipped"
     idle = profile["items"]["idle_wakeups"]
     if len(os.sched_getaffinity(0)) >= 2 and "LOC:" in Path("/proc/interrupts").read_text():
-        # ns between an idle CPU's own timer wakeups: at most the window (no wakeup in it)
+        # ns between an idle CPU's own timer wakeups: at most the window's measured length (no
+        # wakeup in it), which is the planned window plus however late the collector's sleep
+        # returned: more than 1 % late on a 2-core CI box running other tests at the same time,
+        # so the bound only catches a wrong unit, not a late wakeup
         assert idle["status"] == "ok"
         window = idle["params"]["window_ns"]
-        assert all(0 < v <= 1.01 * window for v in idle["samples"])
+        assert all(0 < v <= 1.5 * window for v in idle["samples"])
         labels = [x["label"] for x in idle["series"]]
         n = idle["params"]["measured_cpus"]
         # the idle CPU's context switches come from a cpu-wide perf counter: root (or a permissive
