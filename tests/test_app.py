@@ -179,6 +179,17 @@ def test_netns_changing_nocb_and_running_changes_the_rate():
     assert float(str(table["routers_per_s"].iloc[1]).replace(",", "")) == pytest.approx(res.metrics["routers_per_s"], rel=1e-3)
 
 
+def test_a_run_offers_its_figure_as_a_png():
+    at = page("netns").run()
+    at.number_input(key=NETNS + "workload.routers").set_value(40)
+    at.button(key="story:netns-2014|run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    assert "Figure (PNG)" in [b.label for b in at.get("download_button")]
+    (run,) = at.session_state["story:netns-2014|runs"]
+    png = at.session_state["_run_figures"][run["toml"]]
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png == core.run_figure_png(run["out"].result)
+
+
 def test_lab_changing_a_knob_changes_the_result():
     at = page("lab").run()
     assert not errors(at)

@@ -534,6 +534,15 @@ def run_toml(
     return RunOutput(res.to_json(), buf.getvalue().encode("utf-8"), len(tracer), tracer.dropped)
 
 
+def run_figure_png(result: Mapping[str, Any]) -> bytes:
+    """The run's figure as ``rcusim run --plot FILE.png`` draws it (app/plots.py)."""
+    from app.plots import run_figure
+
+    buf = io.BytesIO()
+    run_figure(result).savefig(buf, format="png", metadata={"Software": None}, dpi=110)
+    return buf.getvalue()
+
+
 # ---------------------------------------------------------------------------------- tables
 def _num(v: Any) -> float:
     if isinstance(v, bool):

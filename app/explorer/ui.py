@@ -416,7 +416,7 @@ def inspect_run(prefix: str, run: Mapping[str, Any], pairs: Sequence[tuple[str, 
 def downloads(prefix: str, run: Mapping[str, Any], pairs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
     out: core.RunOutput = run["out"]
     name = out.result.get("scenario", "scenario")
-    c = st.columns(4)
+    c = st.columns(5)
     scn_text = "# " + run["label"] + "\n# rcusim run THIS_FILE reproduces the run\n" + run["toml"]
     c[0].download_button(
         "Scenario (TOML)", scn_text, file_name=f"{name}.toml", mime="application/toml", key=f"{prefix}|dl_toml", on_click="ignore"
@@ -450,6 +450,21 @@ def downloads(prefix: str, run: Mapping[str, Any], pairs: Sequence[tuple[str, Ma
         )
         if out.trace_dropped:
             st.caption(f"The trace kept the first {out.trace_events:,} events; {out.trace_dropped:,} later ones were dropped.")
+    figures = st.session_state.setdefault("_run_figures", {})  # drawn once per run (about 0.3 s)
+    png = figures.get(run["toml"])
+    if png is None:
+        png = figures[run["toml"]] = core.run_figure_png(out.result)
+        while len(figures) > 2 * MAX_RUNS:  # the oldest runs' figures go (dicts keep insertion order)
+            figures.pop(next(iter(figures)))
+    c[4].download_button(
+        "Figure (PNG)",
+        png,
+        file_name=f"{name}.png",
+        mime="image/png",
+        key=f"{prefix}|dl_png",
+        on_click="ignore",
+        help="where each CPU's time went, the series and the latency percentiles (as rcusim run --plot draws them)",
+    )
 
 
 def _doc(run: Mapping[str, Any]) -> dict[str, Any]:
