@@ -536,10 +536,10 @@ def run_toml(
 
 def run_figure_png(result: Mapping[str, Any]) -> bytes:
     """The run's figure as ``rcusim run --plot FILE.png`` draws it (app/plots.py)."""
-    from app.plots import run_figure
+    from app.plots import run_figure, save
 
     buf = io.BytesIO()
-    run_figure(result).savefig(buf, format="png", metadata={"Software": None}, dpi=110)
+    save(run_figure(result), buf, fmt="png")
     return buf.getvalue()
 
 
@@ -1217,11 +1217,12 @@ def effect_chart_rows(comparison: Any) -> tuple[list[dict[str, Any]], float | No
 
 def validation_chart_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], float]:
     """Validation rows (``Row.to_json()``) as the error chart draws them: the error and its
-    tolerance in %, whether the row is a miss, and the axis limit, three times the widest
-    tolerance (at least 30 %), where a larger error is drawn at the edge with its value written
-    beside it (``clipped``): the timers story's +1,000 % would flatten every other row."""
-    tols = [100.0 * r["tolerance"] for r in rows if isinstance(r.get("tolerance"), (int, float))]
-    limit = 3.0 * max([*tols, 10.0])
+    tolerance in %, whether the row is a miss, and the axis limit
+    (:func:`app.plots.error_axis_limit`), beyond which an error is drawn at the edge with its
+    value written beside it (``clipped``)."""
+    from app.plots import error_axis_limit
+
+    limit = error_axis_limit([100.0 * r["tolerance"] for r in rows if isinstance(r.get("tolerance"), (int, float))])
     out = []
     for r in rows:
         err = r.get("rel_error")
