@@ -111,15 +111,10 @@ class Tracer:
         separators=(",", ":"))``, turning ``batch`` events into dicts at a time."""
         dumps = json.JSONEncoder(separators=(",", ":")).encode
         fp.write('{"traceEvents":[')
-        fp.write(dumps(self._head())[1:-1])
-        first = not self._head()
+        fp.write(dumps(self._head())[1:-1])  # never empty: the two process names come first
         evs = self._events
         for i in range(0, len(evs), batch):
-            text = dumps([_as_dict(e) for e in evs[i : i + batch]])[1:-1]
-            if not first:
-                fp.write(",")
-            fp.write(text)
-            first = False
+            fp.write("," + dumps([_as_dict(e) for e in evs[i : i + batch]])[1:-1])
         fp.write("]")
         for key, value in self._tail().items():
             fp.write(f",{dumps(key)}:{dumps(value)}")
