@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
+TRACE_LIMIT = 5_000_000
+"""Events a trace keeps by default (about 1 GiB at ~207 bytes each; benchmarks/memory.py)."""
 CPU_PID = 1
 MODEL_PID = 2
 
@@ -29,7 +31,7 @@ class Tracer:
     :attr:`dropped` (and in the file's ``otherData``).
     """
 
-    def __init__(self, limit: int = 5_000_000) -> None:
+    def __init__(self, limit: int = TRACE_LIMIT) -> None:
         # ("X", name, pid, tid, start_ns, end_ns, cat, args) | ("i", name, pid, tid, t_ns, args)
         # | ("C", name, pid, t_ns, values)
         self._events: list[tuple[Any, ...]] = []

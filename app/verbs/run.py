@@ -9,13 +9,12 @@ import sys
 from sim import scenario as sc
 from sim.config import set_path
 from sim.errors import ConfigError
-from sim.trace import Tracer
+from sim.trace import TRACE_LIMIT, Tracer
 
 from ..common import Progress, catalog, check_outputs, parse_sets, print_result, resolve_scenario
 from ..plots import check_plot_path
 
 VERB = "run"
-TRACE_LIMIT = 5_000_000
 SUMMARY = """simulate a scenario (a .toml file or a bundled name) and print its
 throughput, per-CPU utilisation, switches and latency percentiles;
 --json for one JSON object, --plot FILE for a figure, --trace FILE for a
