@@ -147,16 +147,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 130
     finally:
         bar.close()
-    drawn = False
-    if args.plot is not None:
+    if args.plot is not None or not args.out:  # the metrics the plot or the table shows
         check_metrics(summary, axes, args.metric)
-        drawn = _plot(summary, axes, args.metric, args.plot)
+    drawn = args.plot is not None and _plot(summary, axes, args.metric, args.plot)
     if args.out:
         what = f"{summary.ran} run(s)" + (f", {summary.skipped} already done" if summary.skipped else "")
         fail = f", {summary.failed} failed (see the error column)" if summary.failed else ""
         print(f"{args.out}: {len(summary.rows)} rows ({what}{fail})")
     else:
-        check_metrics(summary, axes, args.metric)
         print_table(summary, axes, args.metric, sys.stdout)
     if drawn:
         print(f"plot: {args.plot}")
